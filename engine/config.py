@@ -1,0 +1,78 @@
+"""Run configuration: one frozen dataclass, saved with every run and never edited.
+
+Method-specific knobs live in `params` (a plain dict) and are validated by the method's
+own params dataclass (see `engine.registry`), so the config stays JSON-serialisable and
+one CLI/app form can carry any method.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.errors import InputError
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    method: str = "dpmerf"
+    dataset: str = "digits"
+    # Total privacy budget for the whole run; math.inf means "no noise" (non-private
+    # reference), reported as such so the gap to real data can be split in two.
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    # Seeds model initialisation and data splits only. DP noise never uses it.
+    seed: int = 0
+    device: str = "auto"
+    # Number of synthetic records released at the end; None = size of the training set.
+    n_synthetic: int | None = None
+    # Dataset options for user files: path, label column, categorical overrides, bounds.
+    data_options: dict[str, Any] = field(default_factory=dict)
+    # Method knobs, validated by the method's params dataclass.
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def private(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+    def validate(self) -> "RunConfig":
+        """Check the values that every method shares; raise InputError with the fix."""
+        eps = self.epsilon
+        if not isinstance(eps, (int, float)) or math.isnan(eps) or eps <= 0:
+            raise InputError(
+                f"epsilon must be a number > 0 (or inf for a non-private run). Got {eps!r}."
+            )
+        d = self.delta
+        if not isinstance(d, (int, float)) or math.isnan(d) or not 0 < d < 1:
+            raise InputError(f"delta must be a number in (0, 1), e.g. 1e-5. Got {d!r}.")
+        if self.n_synthetic is not None and int(self.n_synthetic) < 1:
+            raise InputError(f"n_synthetic must be at least 1. Got {self.n_synthetic!r}.")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        # JSON has no infinity; keep it readable and round-trippable.
+        d["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        d = dict(d)
+        d["epsilon"] = parse_epsilon(d.get("epsilon", 1.0))
+        return cls(**d)
+
+
+def parse_epsilon(value: Any) -> float:
+    """Turn user input ('1', 1.5, 'inf') into a float; raise InputError on anything else."""
+    try:
+        eps = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.") from None
+    if math.isnan(eps) or eps <= 0:
+        raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.")
+    return eps
