@@ -78,24 +78,34 @@ def _check(delta: float, accountant: str) -> None:
 def epsilon_for(noise_multiplier: float, *, delta: float, compositions: int = 1,
                 accountant: str = "exact") -> float:
     """ε after `compositions` Gaussian releases, each with std = noise_multiplier·Δ."""
+    return composed_epsilon(((noise_multiplier, compositions),), delta=delta,
+                            accountant=accountant)
+
+
+@lru_cache(maxsize=4096)
+def composed_epsilon(mechanisms: tuple[tuple[float, int], ...], *, delta: float,
+                     accountant: str = "exact") -> float:
+    """ε of a composition of Gaussian mechanisms given as ((multiplier, count), ...)."""
     _check(delta, accountant)
-    if compositions <= 0:
+    mechanisms = tuple((z, int(n)) for z, n in mechanisms if n > 0)
+    if not mechanisms:
         return 0.0
-    if noise_multiplier <= 0:
+    if any(z <= 0 for z, _ in mechanisms):
         return math.inf
+    counts = [n for _, n in mechanisms]
     if accountant == "exact":
         from autodp.mechanism_zoo import ExactGaussianMechanism
         from autodp.transformer_zoo import ComposeGaussian
 
-        one = ExactGaussianMechanism(noise_multiplier, name="GM")
-        mech = ComposeGaussian()([one], [int(compositions)])
+        parts = [ExactGaussianMechanism(z, name="GM") for z, _ in mechanisms]
+        mech = ComposeGaussian()(parts, counts)
     else:
         from autodp.converter import rdp_to_approxdp
         from autodp.mechanism_zoo import GaussianMechanism
         from autodp.transformer_zoo import Composition
 
-        one = GaussianMechanism(noise_multiplier, name="GM", approxDP_off=True)
-        mech = Composition()([one], [int(compositions)])
+        parts = [GaussianMechanism(z, name="GM", approxDP_off=True) for z, _ in mechanisms]
+        mech = Composition()(parts, counts)
         if accountant == "rdp-classic":
             convert = rdp_to_approxdp(mech.RenyiDP, BBGHS_conversion=False)
             return _quiet(lambda: convert(delta))
@@ -147,39 +157,56 @@ def calibrate_noise_multiplier(*, epsilon: float, delta: float, compositions: in
 
 @dataclass(frozen=True)
 class Release:
-    """One Gaussian release of a statistic: its name, L2 sensitivity, how many times."""
+    """One Gaussian release of a statistic.
+
+    `sensitivity` is its L2 sensitivity under replace-one; `count` how many times it is
+    released; `share` its relative part of the budget (in GDP terms, μ² = 1/z²): a
+    statistic that tolerates noise well (class counts in the thousands) can take a small
+    share so the one that matters (the embedding) gets almost the whole budget.
+    """
 
     name: str
     sensitivity: float
     count: int = 1
+    share: float = 1.0
 
 
 def calibrate_releases(*, epsilon: float, delta: float, releases: list[Release],
                        accountant: str = "exact") -> dict:
     """Noise for a fixed set of releases so that their composition meets (ε, δ).
 
-    All releases share one noise multiplier z (std_i = z·Δ_i); with Gaussian composition
-    that is the same as splitting the budget evenly in μ-GDP terms. Returns the report
-    that goes into metrics.json.
+    Gaussian mechanisms compose additively in 1/z² (exactly for GDP, and for RDP too),
+    so we calibrate one equivalent multiplier z* and give release i the multiplier
+    z_i = z*·√(count_i / share_i). The composed ε is then recomputed by autodp and
+    nudged up if rounding put it a hair over the target. Returns the report that goes
+    into metrics.json.
     """
-    total = sum(r.count for r in releases)
+    if not releases:
+        raise InputError("calibrate_releases needs at least one release.")
+    total_share = sum(r.share for r in releases)
     if math.isinf(epsilon):
-        z, spent, used = 0.0, math.inf, "none (non-private run: no noise added)"
+        zs = [0.0] * len(releases)
+        spent, used = math.inf, "none (non-private run: no noise added)"
     else:
-        z = calibrate_noise_multiplier(epsilon=epsilon, delta=delta, compositions=total,
-                                       accountant=accountant)
-        spent = epsilon_for(z, delta=delta, compositions=total, accountant=accountant)
+        z_star = calibrate_noise_multiplier(epsilon=epsilon, delta=delta, accountant=accountant)
+        zs = [z_star * math.sqrt(r.count * total_share / r.share) for r in releases]
+
+        def spent_for(multipliers: list[float]) -> float:
+            return composed_epsilon(tuple((z, r.count) for z, r in zip(multipliers, releases)),
+                                    delta=delta, accountant=accountant)
+
+        while (spent := spent_for(zs)) > epsilon:
+            zs = [z * (1 + 1e-6) for z in zs]
         used = ACCOUNTANTS[accountant]
     return {
         "epsilon_target": epsilon,
         "epsilon_spent": spent,
         "delta": delta,
-        "noise_multiplier": z,
         "accountant": used,
         "releases": [
             {"name": r.name, "sensitivity": r.sensitivity, "count": r.count,
-             "sigma": z * r.sensitivity}
-            for r in releases
+             "noise_multiplier": z, "sigma": z * r.sensitivity}
+            for r, z in zip(releases, zs)
         ],
     }
 

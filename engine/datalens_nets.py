@@ -1,0 +1,159 @@
+"""DataLens networks: a stacked ensemble of conditional teacher discriminators and the
+conditional DCGAN-style student generator.
+
+Teachers follow the official code's conditional DCGAN discriminator (label maps
+concatenated at every layer): [x; y maps] → conv5×5 s2 (w1) + lReLU(0.2) → [·; y maps] →
+conv5×5 s2 (w2) + norm + lReLU → [flatten; y] → FC w3 + norm + lReLU → [·; y] → FC.
+Two deliberate departures, both documented in DESIGN.md's prototype notes:
+
+* the last layer has one output per class and a teacher reads the output of the record's
+  label (projection-style conditioning); a single logit never made the student
+  class-conditional in the prototype;
+* the official batch norm is replaced by a per-record normalisation (layer norm over each
+  record's features, per-teacher affine, no running statistics). Batch statistics across
+  4,000 vmapped teachers are awkward, and per-record normalisation makes the gradient of
+  a teacher's loss w.r.t. one synthetic record depend on that record alone.
+
+All N teachers live in stacked tensors and run in one pass: convolutions as grouped
+convolutions (teachers folded into channels, `groups=N`), fully connected layers as
+batched matmuls. There is no Python loop over teachers, and one optimizer step updates
+every teacher at once (Adam is elementwise, so stacking changes nothing per teacher).
+
+Privacy assumption: teacher i must only ever see partition i (enforced by the caller);
+the networks themselves hold no data.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+_SLOPE = 0.2  # leaky ReLU slope of DCGAN discriminators
+_INIT_STD = 0.02  # DCGAN initialisation
+
+
+def _normal(gen: torch.Generator, *shape) -> nn.Parameter:
+    return nn.Parameter(torch.randn(*shape, generator=gen) * _INIT_STD)
+
+
+def _conv_out(n: int) -> int:
+    return (n + 1) // 2  # 5×5 kernel, stride 2, padding 2
+
+
+class TeacherEnsemble(nn.Module):
+    """N conditional discriminators with stacked parameters.
+
+    forward(x, y) takes x (N, B, c, h, w) — teacher i scores x[i] — and integer labels
+    y (N, B); it returns logits (N, B) for "real".
+    """
+
+    def __init__(self, n_teachers: int, image_shape: tuple[int, int, int], n_classes: int,
+                 widths: tuple[int, int, int] = (11, 42, 256), *, seed: int = 0):
+        super().__init__()
+        gen = torch.Generator().manual_seed(seed)
+        n, (c, h, w), k = n_teachers, image_shape, n_classes
+        c1, c2, f = widths
+        self.n, self.k, self.c1, self.c2 = n, k, c1, c2
+        self.h1, self.w1_ = _conv_out(h), _conv_out(w)
+        self.h2, self.w2_ = _conv_out(self.h1), _conv_out(self.w1_)
+        flat = c2 * self.h2 * self.w2_
+        # Grouped-conv layout: output channels of teacher i are rows i*c_out .. (i+1)*c_out.
+        self.conv1_w = _normal(gen, n * c1, c + k, 5, 5)
+        self.conv1_b = nn.Parameter(torch.zeros(n * c1))
+        self.conv2_w = _normal(gen, n * c2, c1 + k, 5, 5)
+        self.conv2_b = nn.Parameter(torch.zeros(n * c2))
+        self.norm2_g = nn.Parameter(torch.ones(n, 1, flat))
+        self.norm2_b = nn.Parameter(torch.zeros(n, 1, flat))
+        self.fc3_w = _normal(gen, n, flat + k, f)
+        self.fc3_b = nn.Parameter(torch.zeros(n, 1, f))
+        self.norm3_g = nn.Parameter(torch.ones(n, 1, f))
+        self.norm3_b = nn.Parameter(torch.zeros(n, 1, f))
+        self.fc4_w = _normal(gen, n, f + k, k)  # one output per class
+        self.fc4_b = nn.Parameter(torch.zeros(n, 1, k))
+
+    def _label_maps(self, weight: torch.Tensor, y: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        """The label-map part of a conv layer, (N, B, c_out, H, W).
+
+        Concatenating one-hot label maps and convolving equals adding, per class, the
+        convolution of an all-ones map with that class's kernel slice (zero padding makes
+        it vary near the border). Computing it once per class instead of once per record
+        removes k input channels per teacher from the expensive grouped convolution.
+        """
+        n, k = self.n, self.k
+        c_out = weight.shape[0] // n
+        ones = weight.new_ones(1, 1, *size)
+        per_class = F.conv2d(ones, weight[:, -k:].reshape(-1, 1, 5, 5), stride=2, padding=2)
+        per_class = per_class.view(n, c_out, k, *per_class.shape[2:]).transpose(1, 2)  # (N, k, c_out, H, W)
+        return per_class[torch.arange(n, device=y.device)[:, None], y]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        n, b, c, hh, ww = x.shape
+        onehot = F.one_hot(y, self.k).to(x.dtype)  # (N, B, k)
+        # Grouped conv layout: (B, N*channels, H, W), teacher i's channels contiguous.
+        h = F.conv2d(x.transpose(0, 1).reshape(b, n * c, hh, ww), self.conv1_w[:, :c],
+                     self.conv1_b, stride=2, padding=2, groups=n)
+        h = h.view(b, n, self.c1, self.h1, self.w1_) + self._label_maps(self.conv1_w, y, (hh, ww)).transpose(0, 1)
+        h = F.leaky_relu(h, _SLOPE).reshape(b, n * self.c1, self.h1, self.w1_)
+        h = F.conv2d(h, self.conv2_w[:, :self.c1], self.conv2_b, stride=2, padding=2, groups=n)
+        h = h.view(b, n, self.c2, self.h2, self.w2_) + self._label_maps(
+            self.conv2_w, y, (self.h1, self.w1_)).transpose(0, 1)
+        h = h.reshape(b, n, -1).transpose(0, 1)  # (N, B, c2*h2*w2)
+        h = F.leaky_relu(_record_norm(h) * self.norm2_g + self.norm2_b, _SLOPE)
+        h = torch.baddbmm(self.fc3_b, torch.cat([h, onehot], dim=2), self.fc3_w)  # (N, B, f)
+        h = F.leaky_relu(_record_norm(h) * self.norm3_g + self.norm3_b, _SLOPE)
+        out = torch.baddbmm(self.fc4_b, torch.cat([h, onehot], dim=2), self.fc4_w)  # (N, B, k)
+        return out.gather(2, y.unsqueeze(2)).squeeze(2)  # the output of the record's class
+
+
+def _record_norm(h: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Normalise each record's feature vector (last dim); no batch statistics."""
+    mean = h.mean(dim=-1, keepdim=True)
+    var = h.var(dim=-1, unbiased=False, keepdim=True)
+    return (h - mean) * torch.rsqrt(var + eps)
+
+
+class Student(nn.Module):
+    """Conditional DCGAN generator: [z; y] → FC f0 + BN → FC ch·s·s + BN → deconv ×2
+    (with label maps concatenated before each) → sigmoid image in [0, 1].
+
+    For 28×28 with widths (1024, 128): the official MNIST generator (s = 7). The input
+    side must be divisible by 4. BatchNorm is used in training mode throughout (as the
+    official code), which DESIGN's prototype found essential.
+    """
+
+    def __init__(self, latent: int, n_classes: int, image_shape: tuple[int, int, int],
+                 widths: tuple[int, int] = (1024, 128)):
+        super().__init__()
+        c, h, w = image_shape
+        f0, ch = widths
+        self.k, self.ch, self.s = n_classes, ch, (h // 4, w // 4)
+        s_area = self.s[0] * self.s[1]
+        self.fc0 = nn.Linear(latent + n_classes, f0)
+        self.bn0 = nn.BatchNorm1d(f0)
+        self.fc1 = nn.Linear(f0 + n_classes, ch * s_area)
+        self.bn1 = nn.BatchNorm1d(ch * s_area)
+        self.up2 = nn.ConvTranspose2d(ch + n_classes, ch, 5, stride=2, padding=2, output_padding=1)
+        self.bn2 = nn.BatchNorm2d(ch)
+        self.up3 = nn.ConvTranspose2d(ch + n_classes, c, 5, stride=2, padding=2, output_padding=1)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.ConvTranspose2d)):
+                nn.init.normal_(m.weight, 0.0, _INIT_STD)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        onehot = F.one_hot(y, self.k).to(z.dtype)
+
+        def maps(t):
+            return torch.cat([t, onehot[:, :, None, None].expand(-1, -1, *t.shape[2:])], dim=1)
+
+        h = F.relu(self.bn0(self.fc0(torch.cat([z, onehot], 1))))
+        h = F.relu(self.bn1(self.fc1(torch.cat([h, onehot], 1))))
+        h = h.view(-1, self.ch, *self.s)
+        h = F.relu(self.bn2(self.up2(maps(h))))
+        return torch.sigmoid(self.up3(maps(h)))
+
+
+def sample_latent(n: int, latent: int, *, gen: torch.Generator | None = None, device="cpu") -> torch.Tensor:
+    """z ~ U(−1, 1)^latent, as the official code. Model randomness, not DP noise."""
+    return torch.rand(n, latent, generator=gen, device=device) * 2 - 1

@@ -1,0 +1,363 @@
+"""DP-MERF: differentially private mean embeddings with random features (Harder et al.).
+
+The private data is touched exactly once: its random-feature mean embedding (and, when
+asked, its class counts and numeric bounds) is released with the Gaussian mechanism.
+The generator then trains against that noisy embedding for as many steps as it likes —
+post-processing, no further privacy cost. Sensitivities are in engine/features.py.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from engine import features as fx
+from engine.config import RunConfig
+from engine.data import Dataset
+from engine.errors import InputError
+from engine.events import Event, TrainResult
+from engine.generators import ConvCondGenerator, TabularGenerator
+from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, gaussian_noise
+
+TITLE = "DP-MERF"
+
+# The official code's fixed Gaussian-kernel length scales (ℓ², pixels in [0, 1]).
+# digits is 8×8: we keep MNIST's ℓ² per pixel (105/784) times its 64 pixels.
+IMAGE_LENGTH_SCALE_SQ = {"mnist": 105.0, "fashion_mnist": 127.0, "digits": 105.0 * 64 / 784}
+
+LABEL_MODES = ("balanced", "counts", "none")
+
+
+@dataclass(frozen=True)
+class Params:
+    n_features: int = 10_000  # D; noise per coordinate is fixed, so small data wants small D
+    length_scale: float | None = None  # None: the dataset's public default (see below)
+    epochs: int = 5  # passes' worth of generator steps (epochs · m / batch_size steps)
+    batch_size: int = 500
+    lr: float = 0.01
+    latent: int = 5
+    # "balanced": one release, labels uniform; "counts": also release class counts and
+    # reweight classes (imbalanced data); "none": unlabelled embedding.
+    labels: str = "balanced"
+    counts_share: float = 0.05  # budget share for class counts (they tolerate noise)
+    bounds_share: float = 0.1  # budget share for numeric bounds when not public
+    accountant: str = "exact"
+    sample_every: int = 25  # steps between live sample grids
+    probe_every: int = 0  # steps between quick downstream probes; 0 = never
+
+    @classmethod
+    def for_dataset(cls, name: str) -> "Params":
+        if name == "digits":
+            return cls(n_features=1_000, epochs=150, batch_size=200)
+        if name in ("fashion_mnist", "mnist"):
+            return cls()
+        if name in ("breast_cancer", "csv"):
+            return cls(n_features=1_000, epochs=300, batch_size=200, latent=10,
+                       labels="counts")
+        return cls(n_features=2_000, epochs=50, batch_size=200)
+
+    def validate(self, data: Dataset) -> "Params":
+        def bad(name, rule):
+            raise InputError(f"The '{name}' parameter of DP-MERF must be {rule}. "
+                             f"Got {getattr(self, name)!r} instead.")
+        if not (isinstance(self.n_features, int) and self.n_features >= 2 and self.n_features % 2 == 0):
+            bad("n_features", "an even integer >= 2")
+        if self.length_scale is not None and not (self.length_scale > 0 and math.isfinite(self.length_scale)):
+            bad("length_scale", "a number > 0 (or None for the public default)")
+        if not (isinstance(self.epochs, int) and self.epochs >= 1):
+            bad("epochs", "an integer >= 1")
+        if not (isinstance(self.batch_size, int) and self.batch_size >= 2):
+            bad("batch_size", "an integer >= 2 (batch norm needs two samples)")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            bad("lr", "a number > 0")
+        if not (isinstance(self.latent, int) and self.latent >= 1):
+            bad("latent", "an integer >= 1")
+        if self.labels not in LABEL_MODES:
+            bad("labels", f"one of {', '.join(LABEL_MODES)}")
+        for share in ("counts_share", "bounds_share"):
+            if not 0 < getattr(self, share) < 1:
+                bad(share, "a fraction in (0, 1)")
+        if self.accountant not in ACCOUNTANTS:
+            bad("accountant", f"one of {', '.join(ACCOUNTANTS)}")
+        if self.labels != "none" and data.n_classes < 2:
+            raise InputError("DP-MERF needs at least two classes for labelled generation; "
+                             "use labels='none' for unlabelled data.")
+        return self
+
+
+# ------------------------------------------------------------------ preparation
+
+
+@dataclass
+class _Plan:
+    """What the release needs: how records become features, and what is released."""
+
+    kind: str
+    x: torch.Tensor  # images (n, c, h, w) or scaled numeric block (n, d_num)
+    x_cat: torch.Tensor | None  # one-hot categorical block (n, d_cat) or None
+    w: torch.Tensor  # random frequencies (d_num or pixels, D/2)
+    length_scale: float
+    length_scale_source: str
+    bounds: list[tuple[float, float]] | None  # numeric bounds (tabular)
+    bounds_source: str
+    private_bounds_cols: list[int]  # numeric columns whose bounds must be released
+
+    def features(self, x: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
+        if self.kind == "image":
+            return fx.rff(x, self.w)
+        return fx.heterogeneous_features(x, x_cat, self.w)
+
+
+def _tabular_parts(data: Dataset):
+    num = [i for i, c in enumerate(data.columns) if c.kind == "num"]
+    cat = [i for i, c in enumerate(data.columns) if c.kind == "cat"]
+    sizes = [len(data.columns[i].categories) for i in cat]
+    return num, cat, sizes
+
+
+def _one_hot_block(x: np.ndarray, cat: list[int], sizes: list[int]) -> torch.Tensor | None:
+    if not cat:
+        return None
+    blocks = [F.one_hot(torch.as_tensor(x[:, i], dtype=torch.long), s).float()
+              for i, s in zip(cat, sizes)]
+    return torch.cat(blocks, dim=1)
+
+
+def _plan(data: Dataset, params: Params, model_gen: torch.Generator) -> _Plan:
+    if data.kind == "image":
+        d_in = int(np.prod(data.image_shape))
+        if params.length_scale is not None:
+            ls, src = params.length_scale, "user"
+        else:
+            sq = IMAGE_LENGTH_SCALE_SQ.get(data.name, 105.0 * d_in / 784)
+            ls, src = math.sqrt(sq), "public default (official DP-MERF fixed value, scaled by pixel count)"
+        w = fx.draw_frequencies(d_in, params.n_features, ls, generator=model_gen)
+        return _Plan("image", torch.as_tensor(data.x_train), None, w, ls, src, None, "", [])
+
+    num, cat, sizes = _tabular_parts(data)
+    cols = [data.columns[i] for i in num]
+    private_cols = [j for j, c in enumerate(cols) if c.bounds is None]
+    sources = sorted({c.bounds_source for c in cols if c.bounds is not None})
+    if private_cols:
+        sources.append("DP release (noisy power-of-two histogram, part of the budget)")
+    if params.length_scale is not None:
+        ls, src = params.length_scale, "user"
+    else:
+        # Data-independent stand-in for the median heuristic: the median distance
+        # between uniform points in the public [0,1]^d box is about √(d/6).
+        ls = math.sqrt(max(len(num), 1) / 6.0)
+        src = "public heuristic: median distance of uniform points in the scaled box, sqrt(d_num/6)"
+    w = fx.draw_frequencies(len(num), params.n_features, ls, generator=model_gen)
+    return _Plan("tabular", torch.as_tensor(data.x_train[:, num], dtype=torch.float32),
+                 _one_hot_block(data.x_train, cat, sizes), w, ls, src,
+                 [c.bounds for c in cols], "; ".join(sources) or "no numeric columns",
+                 private_cols)
+
+
+def _releases(params: Params, m: int, *, heterogeneous: bool,
+              n_private_bounds: int) -> list[Release]:
+    """Every Gaussian release this run makes, with its sensitivity and budget share."""
+    out, share = [], 1.0
+    if n_private_bounds:
+        from engine.dp_bounds import sensitivity
+
+        out.append(Release("numeric bounds histogram", sensitivity(n_private_bounds),
+                           share=params.bounds_share))
+        share -= params.bounds_share
+    if params.labels == "counts":
+        out.append(Release("class counts", fx.COUNTS_SENSITIVITY, share=params.counts_share))
+        share -= params.counts_share
+    if share <= 0:
+        raise InputError("counts_share + bounds_share must leave part of the budget for the embedding.")
+    sens = fx.HETEROGENEOUS_SENSITIVITY if heterogeneous else fx.EMBEDDING_SENSITIVITY
+    out.append(Release("mean embedding", sens / m, share=share))
+    return out
+
+
+def _release_plan(data: Dataset, params: Params) -> list[Release]:
+    if data.kind == "image":
+        return _releases(params, data.n_train, heterogeneous=False, n_private_bounds=0)
+    num, cat, _ = _tabular_parts(data)
+    private = sum(data.columns[i].bounds is None for i in num)
+    return _releases(params, data.n_train, heterogeneous=bool(cat), n_private_bounds=private)
+
+
+def privacy_preview(config: RunConfig, data: Dataset) -> dict:
+    """Derived figures for the UI before training: the noise each release will get."""
+    from engine.registry import make_params
+
+    params = make_params("dpmerf", data, config.params)
+    report = calibrate_releases(epsilon=config.epsilon, delta=config.delta,
+                                releases=_release_plan(data, params), accountant=params.accountant)
+    emb = report["releases"][-1]
+    return {"noise multiplier (sigma)": emb["noise_multiplier"],
+            "noise std per embedding entry": emb["sigma"],
+            "releases": ", ".join(r["name"] for r in report["releases"]),
+            "accountant": report["accountant"]}
+
+
+# ---------------------------------------------------------------------- training
+
+
+def train(config: RunConfig, data: Dataset, device: torch.device,
+          stop: threading.Event | None = None) -> Iterator[Event]:
+    """Release the noisy embedding once, then fit the generator to it; yield Events."""
+    from engine.registry import make_params
+
+    t0 = time.perf_counter()
+    params = make_params("dpmerf", data, config.params)
+    torch.manual_seed(config.seed)  # model init only; DP noise has its own OS-entropy generator
+    model_gen = torch.Generator().manual_seed(config.seed)
+    plan = _plan(data, params, model_gen)
+    releases = _release_plan(data, params)
+    report = calibrate_releases(epsilon=config.epsilon, delta=config.delta,
+                                releases=releases, accountant=params.accountant)
+    sigma = {r["name"]: r["sigma"] for r in report["releases"]}
+    m, n_classes = data.n_train, data.n_classes
+
+    # --- the only code that reads private records -------------------------------
+    if plan.private_bounds_cols:
+        from engine.dp_bounds import release_bounds
+
+        cols = plan.private_bounds_cols
+        released = release_bounds(plan.x[:, cols].double().numpy(),
+                                  noise_std=sigma["numeric bounds histogram"])
+        for j, b in zip(cols, released):
+            plan.bounds[j] = b
+    if plan.kind == "tabular":
+        lo = torch.tensor([b[0] for b in plan.bounds], dtype=torch.float32)
+        hi = torch.tensor([b[1] for b in plan.bounds], dtype=torch.float32)
+        span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))
+        plan.x = ((plan.x - lo) / span).clamp(0, 1)  # into the public [0,1] box
+    labelled = params.labels != "none"
+    y_train = torch.as_tensor(data.y_train)
+    y_onehot = F.one_hot(y_train, n_classes).float() if labelled else torch.ones(m, 1)
+
+    if plan.kind == "image":
+        w = plan.w.to(device)
+        emb = fx.chunked_embedding(plan.x.to(device), y_onehot.to(device),
+                                   lambda xb: fx.rff(xb, w))
+    else:
+        xs = plan.x if plan.x_cat is None else torch.cat([plan.x, plan.x_cat], 1)
+        d_num, w = plan.x.shape[1], plan.w.to(device)
+        emb = fx.chunked_embedding(xs.to(device), y_onehot.to(device), lambda xb: fx.heterogeneous_features(
+            xb[:, :d_num], xb[:, d_num:] if plan.x_cat is not None else None, w))
+    emb = emb + gaussian_noise(emb.shape, sigma["mean embedding"], device=device)
+    label_probs = torch.full((n_classes,), 1.0 / n_classes)
+    if params.labels == "counts":
+        counts = torch.bincount(y_train, minlength=n_classes).double()
+        noisy = (counts + gaussian_noise(counts.shape, sigma["class counts"], dtype=torch.float64)).clamp(min=1.0)
+        # Reweight each class column to a per-class mean: each class then counts equally.
+        emb = emb * (m / noisy.float()).to(device)[None, :]
+        label_probs = (noisy / noisy.sum()).float()
+    del plan.x, plan.x_cat  # nothing below may see private records
+    # ----------------------------------------------------------------------------
+
+    yield Event("release", 0, 0, report["epsilon_spent"],
+                message=f"released {', '.join(sigma)} ({report['accountant']})")
+
+    n_out = n_classes if labelled else 0
+    if plan.kind == "image":
+        gen = ConvCondGenerator(data.image_shape, n_out, latent=params.latent).to(device)
+    else:
+        _, cat, sizes = _tabular_parts(data)
+        gen = TabularGenerator(len(plan.bounds), sizes, n_out, latent=params.latent).to(device)
+    opt = torch.optim.Adam(gen.parameters(), lr=params.lr)
+    label_probs = label_probs.to(device)
+    total = max(1, math.ceil(params.epochs * m / params.batch_size))
+
+    def generate(labels: torch.Tensor):
+        z = torch.randn(len(labels), params.latent, generator=None, device=device)
+        onehot = F.one_hot(labels, n_classes).float() if labelled else None
+        return gen(z, onehot), onehot
+
+    def gen_embedding(out, onehot):
+        feats = plan.features(out) if plan.kind == "image" else plan.features(*out)
+        if not labelled:
+            return feats.mean(0, keepdim=True).T
+        emb_gen = feats.T @ onehot / len(onehot)
+        if params.labels == "counts":
+            # Labels are drawn with the released class shares p̃_c; dividing by them
+            # turns each column into a class mean, matching the reweighted data side.
+            emb_gen = emb_gen / label_probs[None, :]
+        return emb_gen
+
+    show_labels = torch.arange(n_classes, device=device).repeat_interleave(10) if labelled else         torch.zeros(100, dtype=torch.long, device=device)
+    stopped = False
+    for step in range(1, total + 1):
+        if stop is not None and stop.is_set():
+            stopped = True
+            break
+        labels = torch.multinomial(label_probs, params.batch_size, replacement=True) if labelled else             torch.zeros(params.batch_size, dtype=torch.long, device=device)
+        out, onehot = generate(labels)
+        loss = ((emb - gen_embedding(out, onehot)) ** 2).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        samples = None
+        if step % params.sample_every == 0 or step == total:
+            samples = _to_records(gen, data, plan, show_labels, params, device, labelled)
+        yield Event("train", step, total, report["epsilon_spent"], loss=loss.item(),
+                    samples=samples)
+        if params.probe_every and step % params.probe_every == 0:
+            from engine.evaluate import quick_probe
+
+            x_p, y_p = _to_records(gen, data, plan, torch.multinomial(
+                label_probs, 2000, replacement=True), params, device, labelled)
+            yield Event("probe", step, total, report["epsilon_spent"], metrics=quick_probe(x_p, y_p, data))
+
+    n_syn = config.n_synthetic or m
+    labels = torch.multinomial(label_probs, n_syn, replacement=True) if labelled else         torch.zeros(n_syn, dtype=torch.long, device=device)
+    x_syn, y_syn = _to_records(gen, data, plan, labels, params, device, labelled)
+    info = {
+        "method": TITLE, "params": asdict(params), "steps": step if not stopped else step - 1,
+        "stopped": stopped, "length_scale": plan.length_scale,
+        "length_scale_source": plan.length_scale_source,
+        "labelled": labelled, "released_label_distribution": label_probs.cpu().tolist(),
+    }
+    if plan.kind == "tabular":
+        info["numeric_bounds"] = plan.bounds
+        info["numeric_bounds_source"] = plan.bounds_source
+        info["category_domain_source"] = data.notes.get(
+            "category_domain", "public metadata (fixed category lists)")
+    result = TrainResult(x_syn, y_syn, report, info, seconds=time.perf_counter() - t0)
+    yield Event("done", info["steps"], total, report["epsilon_spent"], result=result)
+
+
+@torch.no_grad()
+def _to_records(gen, data: Dataset, plan: _Plan, labels: torch.Tensor, params: Params,
+                device, labelled: bool, chunk: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """Generate records in the dataset's own domain (images in [0,1]; tabular raw units)."""
+    n_classes = data.n_classes
+    xs = []
+    for start in range(0, len(labels), chunk):
+        lab = labels[start:start + chunk].to(device)
+        if len(lab) < 2:  # batch norm in training mode needs two rows
+            lab = torch.cat([lab, lab])[: max(2, len(lab))]
+        z = torch.randn(len(lab), params.latent, device=device)
+        onehot = F.one_hot(lab, n_classes).float() if labelled else None
+        out = gen(z, onehot)
+        if plan.kind == "image":
+            xs.append(out.cpu().numpy())
+            continue
+        x_num, probs = out
+        lo = np.array([b[0] for b in plan.bounds])
+        hi = np.array([b[1] for b in plan.bounds])
+        num = lo + x_num.cpu().numpy().astype(np.float64) * (hi - lo)
+        codes = gen.sample_categories(probs).cpu().numpy() if probs is not None else None
+        rec = np.zeros((len(lab), len(data.columns)))
+        num_idx, cat_idx, _ = _tabular_parts(data)
+        rec[:, num_idx] = num
+        if codes is not None:
+            rec[:, cat_idx] = codes
+        xs.append(rec)
+    x = np.concatenate(xs)[: len(labels)]
+    y = labels.cpu().numpy().astype(np.int64) if labelled else np.full(len(labels), -1, np.int64)
+    return x.astype(np.float32) if plan.kind == "image" else x, y

@@ -1,0 +1,243 @@
+"""Pure-Python helpers for the app: setting choices and their URL form, knob widgets'
+bounds, and the tables/pictures the pages draw (no Streamlit here, so it is testable).
+
+The Playground keeps its settings in the URL (Streamlit's `bind="query-params"`): every
+value is a short string so a copied link restores it exactly; `config_from_settings`
+turns those strings back into a validated RunConfig.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.config import RunConfig
+from engine.errors import InputError
+
+# ε on a log scale, plus the non-private reference. Strings: they go into the URL.
+EPSILON_CHOICES = ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "inf"]
+DELTA_CHOICES = ["1e-7", "1e-6", "1e-5", "1e-4", "1e-3"]
+DEFAULTS = {"dataset": "digits", "method": "dpmerf", "eps": "1", "delta": "1e-5", "seed": 0}
+
+
+def epsilon_label(choice: str) -> str:
+    return "∞ (non-private)" if choice == "inf" else f"ε = {choice}"
+
+
+def format_epsilon(eps: float | None) -> str:
+    if eps is None or (isinstance(eps, float) and math.isinf(eps)):
+        return "∞"
+    return f"{eps:g}"
+
+
+@dataclass(frozen=True)
+class Knob:
+    """How to show one method parameter: widget kind and bounds."""
+
+    name: str
+    kind: str  # "int", "float", "choice", "bool", "optional_float"
+    default: Any
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    choices: tuple = ()
+    help: str = ""
+    main: bool = False  # shown up front; others go under "Advanced"
+
+
+# Bounds that make sense for each known knob; hi values scale with the dataset default.
+_KNOWN: dict[str, dict[str, Any]] = {
+    # DP-MERF
+    "n_features": dict(kind="int", lo=100, hi=50_000, step=100, main=True,
+                       help="Random features D. The noise per coordinate is fixed, so "
+                            "small datasets want smaller D."),
+    "length_scale": dict(kind="optional_float", lo=0.01, hi=100.0, main=True,
+                         help="Gaussian-kernel length scale ℓ; empty = the dataset's "
+                              "public default (no privacy cost)."),
+    "epochs": dict(kind="int", lo=1, hi=1000, step=1, main=True,
+                   help="Generator training length. Free after the release (post-processing)."),
+    "lr": dict(kind="float", lo=1e-5, hi=0.5, main=True, help="Adam learning rate."),
+    "batch_size": dict(kind="int", lo=2, hi=10_000, step=1),
+    "latent": dict(kind="int", lo=1, hi=256, step=1),
+    "labels": dict(kind="choice", choices=("balanced", "counts", "none")),
+    "counts_share": dict(kind="float", lo=0.01, hi=0.99),
+    "bounds_share": dict(kind="float", lo=0.01, hi=0.99),
+    "accountant": dict(kind="choice", choices=("exact", "rdp")),
+    "sample_every": dict(kind="int", lo=1, hi=10_000, step=1),
+    "probe_every": dict(kind="int", lo=0, hi=100_000, step=1),
+    # DataLens
+    "n_teachers": dict(kind="int", lo=1, hi=10_000, step=1, main=True,
+                       help="Teachers, each on its own disjoint slice of the data."),
+    "top_k": dict(kind="int", lo=1, hi=10_000, step=1, main=True,
+                  help="Coordinates each teacher votes on; sensitivity grows as 2√k."),
+    "sigma": dict(kind="float", lo=0.0, hi=1e6, main=True,
+                  help="Noise std added to the summed votes."),
+    "beta": dict(kind="float", lo=0.0, hi=1.0, main=True,
+                 help="Threshold: keep a coordinate when |noisy votes| ≥ β·teachers."),
+    "clip": dict(kind="float", lo=1e-12, hi=1e3, main=True,
+                 help="Gradient clip c before stochastic signs."),
+}
+
+
+def knobs(params) -> list[Knob]:
+    """Widget specs for a method's Params instance (its defaults are the dataset's)."""
+    out = []
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        spec = dict(_KNOWN.get(f.name, {}))
+        if not spec:  # unknown knob: infer from the default's type
+            if isinstance(v, bool):
+                spec = dict(kind="bool")
+            elif isinstance(v, int):
+                spec = dict(kind="int", lo=0, step=1)
+            elif isinstance(v, float):
+                spec = dict(kind="float", lo=0.0)
+            elif v is None:
+                spec = dict(kind="optional_float", lo=0.0)
+            else:
+                spec = dict(kind="choice", choices=(v,))
+        if spec["kind"] == "choice" and v not in spec.get("choices", ()):
+            spec["choices"] = tuple(spec.get("choices", ())) + (v,)
+        if spec["kind"] in ("int", "float") and isinstance(v, (int, float)):
+            # Keep the default reachable whatever the table says.
+            if spec.get("lo") is not None and v < spec["lo"]:
+                spec["lo"] = v
+            if spec.get("hi") is not None and v > spec["hi"]:
+                spec["hi"] = v
+        out.append(Knob(name=f.name, default=v, **spec))
+    return out
+
+
+def config_from_settings(*, dataset: str, method: str, eps: str, delta: str, seed: int,
+                         params: dict[str, Any], data_options: dict | None = None,
+                         device: str = "auto") -> RunConfig:
+    """The Playground's strings → a validated RunConfig (raises InputError)."""
+    from engine.config import parse_epsilon
+
+    try:
+        delta_v = float(delta)
+    except (TypeError, ValueError):
+        raise InputError(f"delta must be a number such as 1e-5. Got {delta!r}.") from None
+    return RunConfig(method=method, dataset=dataset, epsilon=parse_epsilon(eps),
+                     delta=delta_v, seed=int(seed), device=device,
+                     data_options=dict(data_options or {}),
+                     params={k: v for k, v in params.items()}).validate()
+
+
+def changed_params(params, values: dict[str, Any]) -> dict[str, Any]:
+    """Only the knobs that differ from the dataset's defaults (short configs, clean URLs)."""
+    out = {}
+    for f in dataclasses.fields(params):
+        if f.name in values and values[f.name] != getattr(params, f.name):
+            out[f.name] = values[f.name]
+    return out
+
+
+# ------------------------------------------------------------------ pictures / tables
+
+
+def image_grid(x: np.ndarray, y: np.ndarray | None = None, *, per_row: int = 10,
+               max_images: int = 100, pad: int = 1, scale: int = 1) -> np.ndarray:
+    """Tile images (n, c, h, w) in [0, 1] into one uint8 picture (H, W) or (H, W, 3).
+
+    With labels, images are sorted by class so each row reads as one digit/class.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim != 4:
+        raise InputError(f"images must have shape (n, c, h, w); got {x.shape}.")
+    if y is not None:
+        order = np.argsort(np.asarray(y), kind="stable")
+        x = x[order]
+    x = np.clip(x[:max_images], 0.0, 1.0)
+    n, c, h, w = x.shape
+    cols = min(per_row, max(n, 1))
+    rows = max(1, math.ceil(n / cols))
+    grid = np.ones((c, rows * (h + pad) + pad, cols * (w + pad) + pad), dtype=np.float32)
+    for i in range(n):
+        r, q = divmod(i, cols)
+        grid[:, pad + r * (h + pad): pad + r * (h + pad) + h,
+             pad + q * (w + pad): pad + q * (w + pad) + w] = x[i]
+    img = (grid * 255).round().astype(np.uint8)
+    img = img[0] if c == 1 else np.transpose(img, (1, 2, 0))
+    if scale > 1:
+        img = np.repeat(np.repeat(img, scale, axis=0), scale, axis=1)
+    return img
+
+
+def grid_scale(h: int, target: int = 28) -> int:
+    """Integer upscaling so small images (digits are 8×8) are visible without blur."""
+    return max(1, round(target / max(1, h)))
+
+
+def runs_rows(runs: list[dict]) -> list[dict]:
+    """Store rows → flat dicts for a table."""
+    out = []
+    for r in runs:
+        secs = (r["ended"] or r["heartbeat"] or r["created"]) - (r["started"] or r["created"])
+        out.append({
+            "run": r["id"], "method": r["method"], "dataset": r["dataset"],
+            "epsilon": format_epsilon(r["epsilon"]), "delta": r["delta"], "seed": r["seed"],
+            "accuracy": r["accuracy"], "real accuracy": r["real_accuracy"],
+            "seconds": round(max(0.0, secs), 1) if r["started"] else None,
+            "status": r["status"], "sweep": r["sweep"] or "",
+        })
+    return out
+
+
+def privacy_utility(runs: list[dict]) -> dict[str, Any]:
+    """Finished runs → accuracy vs ε per method: mean, min and max over seeds.
+
+    Non-private runs (ε = ∞) become one reference level per method, and the same
+    classifier trained on real data (not private) becomes the top reference.
+    """
+    by: dict[tuple[str, float], list[float]] = {}
+    nonpriv: dict[str, list[float]] = {}
+    real: list[float] = []
+    for r in runs:
+        if r["status"] != "finished" or r["accuracy"] is None:
+            continue
+        if r["real_accuracy"] is not None:
+            real.append(r["real_accuracy"])
+        if math.isinf(r["epsilon"]):
+            nonpriv.setdefault(r["method"], []).append(r["accuracy"])
+        else:
+            by.setdefault((r["method"], float(r["epsilon"])), []).append(r["accuracy"])
+    lines: dict[str, dict[str, list[float]]] = {}
+    for (method, eps), accs in sorted(by.items()):
+        d = lines.setdefault(method, {"epsilon": [], "mean": [], "lo": [], "hi": [], "n": []})
+        d["epsilon"].append(eps)
+        d["mean"].append(float(np.mean(accs)))
+        d["lo"].append(float(np.min(accs)))
+        d["hi"].append(float(np.max(accs)))
+        d["n"].append(len(accs))
+    return {"lines": lines,
+            "nonprivate": {m: float(np.mean(a)) for m, a in nonpriv.items()},
+            "real": float(np.mean(real)) if real else None}
+
+
+def marginal_bins(real: np.ndarray, synth: np.ndarray, *, bins: int = 30,
+                  categories: list[str] | None = None) -> dict[str, Any]:
+    """Histograms of one column, real vs synthetic, on shared bins (fractions)."""
+    real = np.asarray(real, dtype=np.float64)
+    synth = np.asarray(synth, dtype=np.float64)
+    if categories is not None:
+        k = len(categories)
+        rc = np.bincount(np.clip(np.rint(real), 0, k - 1).astype(int), minlength=k)
+        sc = np.bincount(np.clip(np.rint(synth), 0, k - 1).astype(int), minlength=k)
+        return {"x": list(categories), "real": rc / max(1, rc.sum()),
+                "synthetic": sc / max(1, sc.sum()), "categorical": True}
+    both = np.concatenate([real, synth])
+    both = both[np.isfinite(both)]
+    lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+    if hi <= lo:
+        hi = lo + 1.0
+    edges = np.linspace(lo, hi, bins + 1)
+    rh, _ = np.histogram(real, edges)
+    sh, _ = np.histogram(synth, edges)
+    centers = 0.5 * (edges[1:] + edges[:-1])
+    return {"x": centers, "real": rh / max(1, rh.sum()), "synthetic": sh / max(1, sh.sum()),
+            "categorical": False}
