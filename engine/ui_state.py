@@ -25,7 +25,9 @@ DEFAULTS = {"dataset": "digits", "method": "dpmerf", "eps": "1", "delta": "1e-5"
 
 
 def epsilon_label(choice: str) -> str:
-    return "∞ (non-private)" if choice == "inf" else f"ε = {choice}"
+    # The label is also the URL form of the choice (Streamlit binds formatted options),
+    # so numbers stay bare: ?eps=0.5 works in a hand-written link.
+    return "∞ (non-private)" if choice == "inf" else choice
 
 
 def format_epsilon(eps: float | None) -> str:
@@ -39,7 +41,7 @@ class Knob:
     """How to show one method parameter: widget kind and bounds."""
 
     name: str
-    kind: str  # "int", "float", "choice", "bool", "optional_float"
+    kind: str  # "int", "float", "choice", "bool", "optional_float", "optional_int"
     default: Any
     lo: float | None = None
     hi: float | None = None
@@ -70,8 +72,8 @@ _KNOWN: dict[str, dict[str, Any]] = {
     "sample_every": dict(kind="int", lo=1, hi=10_000, step=1),
     "probe_every": dict(kind="int", lo=0, hi=100_000, step=1),
     # DataLens
-    "n_teachers": dict(kind="int", lo=1, hi=10_000, step=1, main=True,
-                       help="Teachers, each on its own disjoint slice of the data."),
+    "teachers": dict(kind="int", lo=1, hi=10_000, step=1, main=True,
+                     help="Teachers, each on its own disjoint slice of the data."),
     "top_k": dict(kind="int", lo=1, hi=10_000, step=1, main=True,
                   help="Coordinates each teacher votes on; sensitivity grows as 2√k."),
     "sigma": dict(kind="float", lo=0.0, hi=1e6, main=True,
@@ -80,15 +82,36 @@ _KNOWN: dict[str, dict[str, Any]] = {
                  help="Threshold: keep a coordinate when |noisy votes| ≥ β·teachers."),
     "clip": dict(kind="float", lo=1e-12, hi=1e3, main=True,
                  help="Gradient clip c before stochastic signs."),
+    "gamma": dict(kind="float", lo=1e-3, hi=1e3),
+    "batch": dict(kind="optional_int", lo=1, hi=100_000,
+                  help="Synthetic records per step; empty = records per teacher."),
+    "records_per_teacher": dict(kind="optional_int", lo=1, hi=100_000,
+                                help="Empty = all records, split evenly."),
+    "teacher_steps": dict(kind="int", lo=1, hi=100, step=1),
+    "first_teacher_steps": dict(kind="int", lo=1, hi=1000, step=1),
+    "lr_teacher": dict(kind="float", lo=1e-6, hi=0.5),
+    "lr_student": dict(kind="float", lo=1e-6, hi=0.5),
+    "max_steps": dict(kind="int", lo=1, hi=1_000_000, step=1,
+                      help="Cap on iterations (the budget may stop training earlier)."),
 }
 
 
-def knobs(params) -> list[Knob]:
-    """Widget specs for a method's Params instance (its defaults are the dataset's)."""
+def knobs(params, *, n_train: int | None = None, n_dims: int | None = None) -> list[Knob]:
+    """Widget specs for a method's Params instance (its defaults are the dataset's).
+
+    `n_train` / `n_dims` cap knobs that cannot exceed the data (teachers, top-k).
+    Structural knobs (tuples of layer widths) are not shown.
+    """
     out = []
     for f in dataclasses.fields(params):
         v = getattr(params, f.name)
+        if isinstance(v, (tuple, list, dict)):
+            continue
         spec = dict(_KNOWN.get(f.name, {}))
+        if f.name == "teachers" and n_train:
+            spec["hi"] = n_train
+        if f.name == "top_k" and n_dims:
+            spec["hi"] = n_dims
         if not spec:  # unknown knob: infer from the default's type
             if isinstance(v, bool):
                 spec = dict(kind="bool")

@@ -1,0 +1,27 @@
+# `make run` serves the app; `make test` runs the whole suite. Both create .venv first.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run test bench-dpmerf bench-datalens clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/streamlit run app.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench-dpmerf: $(STAMP)
+	$(PY) bench/dpmerf_fashion.py
+
+bench-datalens: $(STAMP)
+	$(PY) bench/datalens_fashion.py
+
+clean:
+	rm -rf runs .pytest_cache .hypothesis

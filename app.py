@@ -1,0 +1,29 @@
+"""DP Synth Lab: the Streamlit entry point — navigation, shared sidebar, theme.
+
+Run with `make run` (or `.venv/bin/streamlit run app.py`); serves on localhost:8501.
+"""
+
+from pathlib import Path
+
+import streamlit as st
+
+ROOT = Path(__file__).parent
+
+st.set_page_config(page_title="DP Synth Lab", page_icon=":material/lock:", layout="wide")
+st.html(f"<style>{(ROOT / 'assets' / 'style.css').read_text()}</style>")
+
+nav = st.navigation([
+    st.Page(ROOT / "pages" / "playground.py", title="Playground", icon=":material/science:", default=True),
+    st.Page(ROOT / "pages" / "runs.py", title="Runs & Compare", icon=":material/monitoring:"),
+    st.Page(ROOT / "pages" / "accountant.py", title="Accountant", icon=":material/calculate:"),
+    st.Page(ROOT / "pages" / "learn.py", title="Learn", icon=":material/menu_book:"),
+])
+
+with st.sidebar:
+    from pages.common import jobs, runs_root
+
+    active = jobs().active()
+    st.caption(f"{len(active)} run(s) queued or training" if active else "No run training.")
+    st.caption(f"Runs are kept in `{runs_root()}`.")
+
+nav.run()

@@ -1,0 +1,179 @@
+"""Command line: `python -m engine train ...` and `python -m engine datasets`.
+
+Bad input ends with exit status 2 and one line on stderr, never a traceback.
+Method knobs are passed as extra flags (`--n-features 2000`, `--top-k 50`) or as
+`--param name=value`; the method's Params dataclass decides what is valid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from engine.errors import InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one clear line instead of usage + error
+        raise InputError(message)
+
+
+def _value(text: str):
+    """'3' → 3, '0.5' → 0.5, 'true' → True, 'none' → None, else the string."""
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _pairs(items: list[str], what: str) -> dict:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise InputError(f"{what} must look like name=value. Got {item!r}.")
+        key, val = item.split("=", 1)
+        out[key.strip().replace("-", "_")] = _value(val)
+    return out
+
+
+def _extra_flags(extra: list[str]) -> dict:
+    """Unknown `--knob value` pairs become method params."""
+    out, i = {}, 0
+    while i < len(extra):
+        flag = extra[i]
+        if not flag.startswith("--") or i + 1 >= len(extra):
+            raise InputError(f"unrecognised argument {flag!r}; method knobs go as --name value.")
+        out[flag[2:].replace("-", "_")] = _value(extra[i + 1])
+        i += 2
+    return out
+
+
+def build_parser() -> _Parser:
+    p = _Parser(prog="python -m engine", description="DP Synth Lab engine")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    t = sub.add_parser("train", help="train one method on one dataset and write its artifacts")
+    t.add_argument("--method", default="dpmerf")
+    t.add_argument("--dataset", default="digits")
+    t.add_argument("--epsilon", default="1", help="total privacy budget; 'inf' = no noise")
+    t.add_argument("--delta", default="1e-5")
+    t.add_argument("--seed", type=int, default=0, help="model seed (DP noise is never seeded)")
+    t.add_argument("--device", default="auto")
+    t.add_argument("--n-synthetic", type=int, default=None)
+    t.add_argument("--out", required=True, help="folder for config/metrics/synthetic/samples")
+    t.add_argument("--param", action="append", default=[], help="method knob name=value")
+    t.add_argument("--data-option", action="append", default=[],
+                   help="dataset option name=value (csv: path, label, categorical, ...)")
+    t.add_argument("--csv", help="shortcut: --dataset csv --data-option path=CSV")
+    t.add_argument("--label", help="label column for --csv")
+    t.add_argument("--npz", help="shortcut: --dataset npz --data-option path=NPZ")
+    t.add_argument("--no-eval", action="store_true", help="skip the downstream evaluation")
+    t.add_argument("--cnn", action="store_true", help="also evaluate the small CNN (images)")
+    sub.add_parser("datasets", help="list datasets and whether each is available here")
+    sub.add_parser("methods", help="list methods")
+    return p
+
+
+def _config_from(args, extra):
+    from engine.config import RunConfig, parse_epsilon
+
+    try:
+        delta = float(args.delta)
+    except ValueError:
+        raise InputError(f"delta must be a number in (0, 1), e.g. 1e-5. Got {args.delta!r}.") from None
+    options = _pairs(args.data_option, "--data-option")
+    dataset = args.dataset
+    if args.csv:
+        dataset, options["path"] = "csv", args.csv
+        if args.label:
+            options["label"] = args.label
+    if args.npz:
+        dataset, options["path"] = "npz", args.npz
+    params = {**_pairs(args.param, "--param"), **_extra_flags(extra)}
+    return RunConfig(method=args.method, dataset=dataset, epsilon=parse_epsilon(args.epsilon),
+                     delta=delta, seed=args.seed, device=args.device,
+                     n_synthetic=args.n_synthetic, data_options=options,
+                     params=params).validate()
+
+
+def _train(args, extra) -> int:
+    from tqdm import tqdm
+
+    from engine.runner import execute, prepare
+
+    config = _config_from(args, extra)
+    prepared = prepare(config)  # all input checks happen before any file is written
+    if not config.private:
+        print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
+    bar = None
+    final = None
+    for ev in execute(config, args.out, full_eval=not args.no_eval, cnn_eval=args.cnn,
+                      prepared=prepared):
+        if ev.phase == "release":
+            tqdm.write(f"privacy: {ev.message}; epsilon spent {ev.epsilon_spent:.4g}", file=sys.stderr)
+        elif ev.phase == "train":
+            if bar is None:
+                bar = tqdm(total=ev.total, desc=f"{config.method} on {config.dataset}", unit="step")
+            bar.update(ev.step - bar.n)
+            bar.set_postfix(loss=f"{ev.loss:.4g}", eps=f"{ev.epsilon_spent:.3g}")
+        elif ev.phase == "probe":
+            tqdm.write(f"step {ev.step}: " + ", ".join(f"{k}={v:.3f}" for k, v in ev.metrics.items()),
+                       file=sys.stderr)
+        else:
+            final = ev
+    if bar is not None:
+        bar.close()
+    if not args.no_eval:
+        print("evaluating on the real test split ...", file=sys.stderr)
+    metrics = json.loads((Path(args.out) / "metrics.json").read_text())
+    eps = metrics["epsilon_spent"]
+    print(f"{final.phase}: epsilon spent {eps if isinstance(eps, str) else f'{eps:.4f}'} "
+          f"(delta {config.delta:g}, {metrics['accountant']}); "
+          f"{metrics['seconds']['train']:.1f}s training")
+    for key, val in metrics["accuracy"].items():
+        if isinstance(val, float):
+            print(f"  {key:28s} {val:.4f}")
+    print(f"artifacts in {args.out}")
+    return 0
+
+
+def _datasets() -> int:
+    from engine.data import list_datasets
+
+    for d in list_datasets():
+        state = "available" if d["available"] else "unavailable"
+        print(f"{d['name']:14s} {d['kind']:8s} {state:12s} {d['where']}")
+    return 0
+
+
+def _methods() -> int:
+    from engine.registry import available_methods, get_method
+
+    for name in available_methods():
+        print(f"{name:10s} {get_method(name).TITLE}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args, extra = build_parser().parse_known_args(argv)
+        if extra and args.command != "train":
+            raise InputError(f"unrecognised arguments: {' '.join(extra)}")
+        if args.command == "train":
+            return _train(args, extra)
+        if args.command == "datasets":
+            return _datasets()
+        return _methods()
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,17 @@
+import os
+
+import pytest
+import torch
+
+# Two cores: keep each test process from oversubscribing them.
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+# Tiny DP-MERF settings that still learn something on digits in a few seconds.
+TINY_DPMERF = {"n_features": 300, "epochs": 10, "batch_size": 100, "sample_every": 5}
+
+
+@pytest.fixture(scope="session")
+def digits():
+    from engine.data import load
+
+    return load("digits")

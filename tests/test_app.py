@@ -1,0 +1,240 @@
+"""The Streamlit app through streamlit.testing (AppTest), plus the pure helpers its pages
+use (engine/ui_state.py, engine/demos.py). The training test drives the real engine."""
+
+import io
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine import demos, privacy
+from engine.errors import InputError
+from engine.store import RunStore
+from engine.ui_state import (EPSILON_CHOICES, config_from_settings, image_grid, knobs,
+                             marginal_bins, privacy_utility)
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+@pytest.fixture
+def runs_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    return tmp_path
+
+
+def app(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def metric(at, label_start: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(label_start))
+
+
+def test_playground_has_its_widgets_and_derived_sigma(runs_root):
+    at = app()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="dataset").value == "digits"
+    assert at.selectbox(key="method").value == "dpmerf"
+    assert at.select_slider(key="eps").value == "1"
+    assert at.select_slider(key="delta").value == "1e-5"
+    for name in ("n_features", "length_scale", "epochs", "lr"):
+        at.number_input(key=f"dpmerf_{name}")
+    assert not at.button(key="pg_train").disabled
+    z1 = float(metric(at, "noise multiplier"))
+    assert z1 == pytest.approx(privacy.calibrate_noise_multiplier(epsilon=1.0, delta=1e-5),
+                               rel=1e-3)
+    at.select_slider(key="eps").set_value("10").run()
+    z10 = float(metric(at, "noise multiplier"))
+    assert z10 < z1
+    assert z10 == pytest.approx(privacy.calibrate_noise_multiplier(epsilon=10.0, delta=1e-5),
+                                rel=1e-3)
+
+
+def test_datalens_knobs_and_digits_hint(runs_root):
+    at = app({"method": "datalens"})
+    assert not at.exception
+    for name in ("teachers", "top_k", "sigma", "beta", "clip"):
+        at.number_input(key=f"datalens_{name}")
+    assert at.number_input(key="datalens_teachers").max == 1437  # capped at the records
+    assert any("near chance" in w.value for w in at.warning)
+    assert int(metric(at, "affordable steps").replace(",", "")) >= 0
+
+
+def test_settings_come_back_from_the_url(runs_root):
+    at = app({"eps": "0.5", "delta": "1e-6", "seed": "3", "dpmerf_epochs": "7"})
+    assert at.select_slider(key="eps").value == "0.5"
+    assert at.select_slider(key="delta").value == "1e-6"
+    assert at.number_input(key="seed").value == 3
+    assert at.number_input(key="dpmerf_epochs").value == 7
+    assert float(metric(at, "noise multiplier")) == pytest.approx(
+        privacy.calibrate_noise_multiplier(epsilon=0.5, delta=1e-6), rel=1e-3)
+
+
+def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
+    at = app({"dpmerf_n_features": "500", "dpmerf_epochs": "1"})
+    at.button(key="pg_train").click().run()
+    rid = at.session_state["pg_run"]
+    store = RunStore(runs_root, recover=False)
+    deadline = time.time() + 180
+    while store.get_run(rid)["status"] in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.25)
+    row = store.get_run(rid)
+    assert row["status"] == "finished", row["message"]
+    assert row["config"]["params"] == {"n_features": 500, "epochs": 1}
+    assert 0 <= row["accuracy"] <= 1 and row["real_accuracy"] > 0.8
+    at.run()
+    assert not at.exception
+    assert float(metric(at, "accuracy on real test data")) == pytest.approx(row["accuracy"], abs=1e-3)
+    assert len(at.get("imgs")) or len(at.get("image"))  # the sample grid is drawn
+    summary = at.table[0].value
+    assert "trained on synthetic → real test" in summary.columns
+
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert rid in set(table["run"]) and table.loc[table["run"] == rid, "status"].item() == "finished"
+    assert at.multiselect(key="runs_pick").value == [rid]
+    labels = {b.label for b in at.get("download_button")}
+    assert {"⬇ synthetic.npz", "⬇ samples.png", "⬇ config.json", "⬇ metrics.json"} <= labels
+    assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
+
+
+def _csv(rows):
+    return ("a,b,label\n" + "\n".join(",".join(map(str, r)) for r in rows)).encode()
+
+
+def test_bad_uploads_give_one_clear_error(runs_root):
+    at = app({"dataset": "csv"})
+    assert not at.exception
+    at.file_uploader[0].set_value(("one.csv", _csv([(i, i * 2, "x") for i in range(40)]),
+                                   "text/csv")).run()
+    assert not at.exception
+    assert any("one class only" in e.value for e in at.error)
+    assert at.button(key="pg_train").disabled
+
+    at = app({"dataset": "npz"})
+    buf = io.BytesIO()
+    np.savez(buf, x=np.zeros((30, 8, 8), np.uint8))  # no labels
+    at.file_uploader[0].set_value(("imgs.npz", buf.getvalue(), "application/octet-stream")).run()
+    assert not at.exception
+    assert any("lacks array" in e.value and "y" in e.value for e in at.error)
+
+
+def test_good_csv_upload_is_ready_to_train(runs_root):
+    rng = np.random.default_rng(0)
+    rows = [(round(v, 3), round(2 * v + rng.normal(), 3), "yes" if v > 0 else "no")
+            for v in rng.normal(size=60)]
+    at = app({"dataset": "csv"})
+    at.file_uploader[0].set_value(("ok.csv", _csv(rows), "text/csv")).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="pg_csv_label").value == "label"
+    assert not at.button(key="pg_train").disabled
+
+
+def test_accountant_numbers_come_from_engine_privacy(runs_root):
+    at = app()
+    at.switch_page("pages/accountant.py").run()
+    assert not at.exception
+    z = privacy.calibrate_noise_multiplier(epsilon=1.0, delta=1e-5)
+    assert float(metric(at, "noise multiplier σ/Δ")) == pytest.approx(z, rel=1e-3)
+    at.radio(key="acc_mode").set_value("σ → find ε").run()
+    assert float(metric(at, "ε (exact)")) == pytest.approx(
+        privacy.epsilon_for(5.0, delta=1e-5), rel=1e-3)
+    steps = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=200,
+                                              sigma=5000.0, batch=15)
+    assert int(metric(at, "steps affordable (exact)").replace(",", "")) == steps
+    keys = {c.key for c in at.get("plotly_chart")}
+    assert {"acc_sigma_chart", "acc_comp_chart", "acc_dl_chart"} <= keys
+
+
+def test_learn_page_demos_move_with_their_sliders(runs_root):
+    at = app()
+    at.switch_page("pages/learn.py").run()
+    assert not at.exception
+    before = next(c.value for c in at.caption if c.value.startswith("σ ="))
+    at.select_slider(key="learn_eps").set_value(5.0).run()
+    after = next(c.value for c in at.caption if c.value.startswith("σ ="))
+    assert before != after
+    assert any("DataLens stays near chance" in m.value for m in at.markdown)
+
+
+def test_sweep_queues_one_run_per_epsilon_and_seed(runs_root):
+    at = app()
+    at.switch_page("pages/runs.py").run()
+    at.multiselect(key="sweep_eps").set_value(["0.5", "2"])
+    at.number_input(key="sweep_seeds").set_value(2)
+    at.get("form_submit_button")[0].click().run()
+    assert not at.exception
+    from pages.common import _jobs_for
+
+    jm = _jobs_for(str(Path(runs_root).resolve()))
+    rows = RunStore(runs_root, recover=False).list_runs()
+    for r in rows:
+        jm.cancel(r["id"])
+    assert len(rows) == 4 and len({r["sweep"] for r in rows}) == 1
+    assert sorted((r["epsilon"], r["seed"]) for r in rows) == [(0.5, 0), (0.5, 1), (2.0, 0), (2.0, 1)]
+    for r in rows:
+        assert jm.wait(r["id"], timeout=60).terminal
+
+
+# ------------------------------------------------------------ helpers behind the pages
+
+
+def test_config_from_settings_and_knob_bounds():
+    cfg = config_from_settings(dataset="digits", method="dpmerf", eps="inf", delta="1e-5",
+                               seed=1, params={"epochs": 2})
+    assert math.isinf(cfg.epsilon) and cfg.params == {"epochs": 2}
+    with pytest.raises(InputError, match="epsilon"):
+        config_from_settings(dataset="digits", method="dpmerf", eps="-1", delta="1e-5",
+                             seed=0, params={})
+    from engine.datalens import Params
+
+    ks = {k.name: k for k in knobs(Params.for_dataset("digits"), n_train=1000, n_dims=64)}
+    assert ks["teachers"].hi == 1000 and ks["top_k"].hi == 64
+    assert "teacher_widths" not in ks  # structural tuples are not knobs
+    assert all(k.lo is None or k.hi is None or k.lo <= k.default <= k.hi
+               for k in ks.values() if isinstance(k.default, (int, float)))
+    assert EPSILON_CHOICES[-1] == "inf"
+
+
+def test_image_grid_and_marginals():
+    x = np.random.default_rng(0).random((12, 1, 8, 8)).astype(np.float32)
+    g = image_grid(x, np.arange(12) % 3, per_row=5, scale=2)
+    assert g.dtype == np.uint8 and g.shape == (2 * (3 * 9 + 1), 2 * (5 * 9 + 1))
+    b = marginal_bins(np.array([0, 1, 1]), np.array([1, 1, 1]), categories=["a", "b"])
+    assert list(b["real"]) == pytest.approx([1 / 3, 2 / 3]) and list(b["synthetic"]) == [0, 1]
+
+
+def test_privacy_utility_means_over_seeds():
+    def row(m, e, acc, real=0.95, status="finished"):
+        return {"method": m, "epsilon": e, "accuracy": acc, "real_accuracy": real,
+                "status": status}
+
+    pu = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8),
+                          row("dpmerf", 10.0, 0.85), row("dpmerf", math.inf, 0.9),
+                          row("datalens", 1.0, 0.1), row("dpmerf", 1.0, 0.0, status="failed")])
+    d = pu["lines"]["dpmerf"]
+    assert d["epsilon"] == [1.0, 10.0] and d["mean"][0] == pytest.approx(0.75)
+    assert (d["lo"][0], d["hi"][0], d["n"][0]) == (0.7, 0.8, 2)
+    assert pu["nonprivate"] == {"dpmerf": 0.9} and pu["real"] == pytest.approx(0.95)
+
+
+def test_demos_behave():
+    tight, loose = demos.gaussian_mechanism(10.0, 1e-5), demos.gaussian_mechanism(0.1, 1e-5)
+    assert tight["tv_distance"] > loose["tv_distance"]  # more ε, less overlap
+    assert loose["sigma"] == pytest.approx(
+        privacy.calibrate_noise_multiplier(epsilon=0.1, delta=1e-5) / 10)
+    errs = [np.mean([demos.kernel_approximation(d, seed=s)["max_error"] for s in range(3)])
+            for d in (10, 1000)]
+    assert errs[1] < errs[0] / 3
+    v = demos.top_k_voting(n_teachers=100, sigma=0.0, beta=0.3, seed=0)
+    assert v["n_released"] > 0 and v["n_agree"] >= 0.8 * v["n_released"]
+    c = demos.composition_curve(noise_multiplier=5.0, delta=1e-5, max_compositions=100)
+    assert all(e <= r + 1e-9 for e, r in zip(c["exact"], c["rdp"]))
+    assert c["exact"] == sorted(c["exact"])

@@ -1,0 +1,108 @@
+"""One real-browser check: `streamlit run app.py`, open the Playground with a tiny digits
+config in the URL, click Train, wait for the sample grid and an accuracy figure.
+
+Uses the system chromium (never a browser download); skipped when it is absent.
+Screenshots go to the test's tmp folder (paths printed; run with -s to see them), or to
+$DPSYNTH_SCREENSHOTS when set.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"{CHROMIUM} is absent (install the chromium package)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = _free_port()
+    env = dict(os.environ, DPSYNTH_RUNS=str(tmp_path / "runs"))
+    streamlit = Path(sys.executable).with_name("streamlit")
+    proc = subprocess.Popen(
+        [str(streamlit), "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                out = proc.stdout.read().decode(errors="replace") if proc.poll() is not None else ""
+                pytest.fail(f"streamlit did not start on {url}: {out[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_train_from_the_browser(server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    shots = Path(os.environ.get("DPSYNTH_SCREENSHOTS", tmp_path / "screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            t0 = time.perf_counter()
+            page.goto(f"{server}/?dpmerf_n_features=500&dpmerf_epochs=3", wait_until="domcontentloaded")
+            train = page.get_by_role("button", name="Train", exact=True)
+            expect(train).to_be_enabled(timeout=60_000)
+            expect(page.get_by_text("noise multiplier (sigma)")).to_be_visible(timeout=60_000)
+            load_s = time.perf_counter() - t0
+            # The URL settings reached the widgets.
+            expect(page.get_by_role("spinbutton", name="epochs")).to_have_value("3")
+
+            t1 = time.perf_counter()
+            train.click()
+            grid = page.get_by_text("synthetic samples", exact=False).first
+            expect(grid).to_be_visible(timeout=120_000)
+            first_grid_s = time.perf_counter() - t1
+            expect(page.get_by_text("Downstream accuracy")).to_be_visible(timeout=180_000)
+            done_s = time.perf_counter() - t1
+            acc = page.get_by_test_id("stMetric").filter(has_text="accuracy on real test data")
+            value = acc.get_by_test_id("stMetricValue").inner_text()
+            assert 0.0 <= float(value) <= 1.0
+            page.wait_for_timeout(1500)  # let the last redraw settle before the picture
+            path = shots / "playground.png"
+            page.screenshot(path=str(path), full_page=True)
+            print(f"\nscreenshot: {path}\npage load {load_s:.1f} s; Train → first sample "
+                  f"grid {first_grid_s:.1f} s; Train → accuracy {done_s:.1f} s; "
+                  f"accuracy {value}")
+
+            page.goto(f"{server}/runs", wait_until="domcontentloaded")
+            expect(page.get_by_text("Privacy–utility")).to_be_visible(timeout=60_000)
+            page.wait_for_timeout(2000)
+            runs_path = shots / "runs.png"
+            page.screenshot(path=str(runs_path), full_page=True)
+            print(f"screenshot: {runs_path}")
+        finally:
+            browser.close()

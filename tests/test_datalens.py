@@ -1,0 +1,215 @@
+"""DataLens: Algorithms 2–3 as standalone functions, the partition, the sensitivity bound,
+the budget stop, validation, and a tiny end-to-end digits run (CPU, seconds)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import datalens, privacy
+from engine.config import RunConfig
+from engine.data import Dataset, load
+from engine.errors import InputError
+
+torch.set_num_threads(1)
+
+# A tiny, quick digits setting: 60 teachers × 5 records, small nets.
+TINY = dict(teachers=60, records_per_teacher=5, top_k=6, sigma=80.0, beta=0.3, latent=8,
+            teacher_widths=[4, 8, 16], student_widths=[32, 8], first_teacher_steps=2,
+            teacher_steps=1, sample_every=2, max_steps=1000)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load("digits")
+
+
+def _run(data, epsilon=1.0, stop=None, **over):
+    cfg = RunConfig(method="datalens", dataset="digits", epsilon=epsilon, n_synthetic=50,
+                    params={**TINY, **over})
+    return cfg, list(datalens.train(cfg, data, "cpu", stop or threading.Event()))
+
+
+# ------------------------------------------------------------------ Algorithm 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.integers(1, 6), d=st.integers(1, 40), data=st.data())
+def test_topk_sto_sign_exactly_k_signs(rows, d, data):
+    k = data.draw(st.integers(1, d))
+    g = torch.randn(rows, d) * 1e-5
+    v = datalens.topk_sto_sign(g, k, 1e-5)
+    assert v.dtype == torch.int8 and v.shape == g.shape
+    assert ((v != 0).sum(-1) == k).all()
+    assert set(v.unique().tolist()) <= {-1, 0, 1}
+    # the kept coordinates are the k largest |g|
+    if k < d:
+        kept = v != 0
+        smallest_kept = g.abs()[kept].view(rows, k).min(-1).values
+        largest_dropped = g.abs()[~kept].view(rows, d - k).max(-1).values
+        assert (smallest_kept >= largest_dropped).all()
+
+
+def test_topk_sto_sign_is_unbiased_inside_the_clip():
+    c = 2e-5
+    g = torch.tensor([1.9e-5, -1.5e-5, 1.0e-5, -0.5e-5, 0.2e-5, 0.0])  # all |g| ≤ c, k = d
+    reps = 40_000
+    v = datalens.topk_sto_sign(g.expand(reps, -1), 6, c).float()
+    est = v.mean(0) * c  # E[vote]·c = g
+    se = c / math.sqrt(reps)  # worst-case std error of the mean
+    assert torch.allclose(est, g, atol=5 * se), (est, g)
+
+
+def test_topk_sto_sign_clips_outside():
+    g = torch.tensor([[5.0, -5.0, 0.1]])
+    v = datalens.topk_sto_sign(g.expand(500, -1), 2, 1.0)
+    assert (v[:, 0] == 1).all() and (v[:, 1] == -1).all() and (v[:, 2] == 0).all()
+
+
+# ------------------------------------------------------------------ Algorithm 3
+
+
+def test_top_agg_threshold_rule():
+    votes = torch.zeros(10, 1, 5, dtype=torch.int8)
+    votes[:8, 0, 0] = 1  # +8
+    votes[:6, 0, 1] = -1  # −6
+    votes[:3, 0, 2] = 1  # +3
+    votes[:7, 0, 3] = 1
+    votes[7:, 0, 3] = -1  # +4
+    out = datalens.top_agg(votes, sigma=1e-6, beta=0.5)  # threshold 5, noise negligible
+    assert out.tolist() == [[1.0, -1.0, 0.0, 0.0, 0.0]]
+    assert datalens.top_agg(votes, sigma=1e-6, beta=0.75).tolist() == [[1.0, 0.0, 0.0, 0.0, 0.0]]
+
+
+def test_top_agg_adds_noise_on_every_coordinate():
+    votes = torch.zeros(4, 2000, dtype=torch.int8)
+    a = datalens.top_agg(votes, sigma=10.0, beta=0.0)
+    b = datalens.top_agg(votes, sigma=10.0, beta=0.0)
+    assert not torch.equal(a, b)  # fresh, unseeded noise each call
+    assert (a != 0).all()  # every coordinate got noise, so every sign is ±1
+    assert 0.4 < (a > 0).float().mean() < 0.6
+    # with a threshold of 2σ, about 4.6% of pure-noise coordinates survive
+    c = datalens.top_agg(torch.zeros(100, 20000, dtype=torch.int8), sigma=100.0, beta=2.0)
+    assert 0.03 < (c != 0).float().mean() < 0.065
+
+
+# ---------------------------------------------------------------- partition, bound
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 600), data=st.data())
+def test_partition_is_disjoint_and_covers(n, data):
+    n_teachers = data.draw(st.integers(1, n))
+    parts = datalens.partition(n, n_teachers, seed=data.draw(st.integers(0, 3)))
+    flat = parts.ravel()
+    assert parts.shape == (n_teachers, n // n_teachers)
+    assert len(np.unique(flat)) == len(flat)  # every record at most once
+    assert flat.min() >= 0 and flat.max() < n
+    assert len(flat) == n - n % n_teachers  # only the remainder is left unused
+
+
+def test_partition_rejects_impossible_split():
+    with pytest.raises(InputError, match="cannot split"):
+        datalens.partition(5, 6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 30), d=st.integers(1, 50), data=st.data())
+def test_one_record_moves_the_vote_sum_by_at_most_2_sqrt_k(n, d, data):
+    """Replace-one: the record's teacher may vote anything; the others are unchanged."""
+    k = data.draw(st.integers(1, d))
+    scale = data.draw(st.sampled_from([1e-8, 1.0, 1e4]))
+    votes = datalens.topk_sto_sign(torch.randn(n, 3, d) * scale, k, scale)
+    changed = votes.clone()
+    i = data.draw(st.integers(0, n - 1))
+    changed[i] = datalens.topk_sto_sign(torch.randn(3, d) * data.draw(st.floats(1e-6, 1e6)), k, 1e-3)
+    diff = (changed.sum(0, dtype=torch.float32) - votes.sum(0, dtype=torch.float32))  # (records, d)
+    assert (diff.norm(dim=-1) <= 2 * math.sqrt(k) + 1e-5).all()
+
+
+# ------------------------------------------------------------------ validation
+
+
+def test_validate_errors(digits):
+    base = datalens.Params.for_dataset("digits")
+    cases = {"top_k": (65, "top_k"), "teachers": (digits.n_train + 1, "teachers"),
+             "sigma": (0.0, "sigma"), "beta": (1.5, "beta"), "clip": (-1.0, "clip"),
+             "gamma": (0.0, "gamma"), "accountant": ("pld", "accountant")}
+    for field, (value, name) in cases.items():
+        with pytest.raises(InputError, match=f"'{name}' parameter of DataLens"):
+            replace(base, **{field: value}).validate(digits)
+    tab = Dataset("wine", "tabular", np.zeros((10, 3)), np.zeros(10, int), np.zeros((2, 3)),
+                  np.zeros(2, int), ["a"])
+    with pytest.raises(InputError, match="supports image datasets"):
+        base.validate(tab)
+    assert base.validate(digits) is base
+
+
+def test_preview_digits_has_hint_and_exact_steps(digits):
+    cfg = RunConfig(method="datalens", dataset="digits", epsilon=1.0)
+    prev = datalens.privacy_preview(cfg, digits)
+    p = datalens.Params.for_dataset("digits")
+    want = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma,
+                                             batch=digits.n_train // p.teachers)
+    assert prev["affordable steps"] == min(want, p.max_steps)
+    assert "chance" in prev["hint"]
+    assert prev["accountant"] == privacy.ACCOUNTANTS["exact"]
+    rdp = datalens.privacy_preview(replace(cfg, params={"accountant": "rdp"}), digits)
+    assert rdp["accountant"] == privacy.ACCOUNTANTS["rdp"]
+
+
+# ------------------------------------------------------------------ training
+
+
+def test_tiny_run_end_to_end_respects_the_budget(digits):
+    cfg, events = _run(digits, epsilon=1.0)
+    p = datalens._params(cfg, digits)
+    afford = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma, batch=5)
+    assert 2 <= afford < 40  # the setting is sized so the budget, not max_steps, stops it
+    train = [e for e in events if e.phase == "train"]
+    assert [e.step for e in train] == list(range(1, afford + 1))
+    eps = [e.epsilon_spent for e in train]
+    assert all(a < b for a, b in zip(eps, eps[1:])) and eps[-1] <= 1.0
+    # the next step would have exceeded the budget
+    assert privacy.datalens_epsilon(steps=afford + 1, top_k=p.top_k, sigma=p.sigma, batch=5, delta=1e-5) > 1.0
+    assert all(e.total == afford for e in train)
+    shown = [e.samples for e in train if e.samples is not None]
+    assert shown and shown[0][0].shape == (100, 1, 8, 8) and shown[0][1].shape == (100,)
+    done = events[-1]
+    assert done.phase == "done" and done.result is not None
+    r = done.result
+    assert r.x.shape == (50, 1, 8, 8) and r.x.dtype == np.float32 and 0 <= r.x.min() and r.x.max() <= 1
+    assert r.y.shape == (50,) and np.bincount(r.y, minlength=10).tolist() == [5] * 10
+    assert r.privacy["steps"] == afford and r.privacy["epsilon_spent"] == pytest.approx(eps[-1])
+    assert r.privacy["releases"][0]["count"] == afford * 5
+    assert r.privacy["releases"][0]["sensitivity"] == pytest.approx(2 * math.sqrt(6))
+    assert r.info["stopped"] is False and r.info["unused_records"] == digits.n_train - 300
+
+
+def test_stop_is_honoured(digits):
+    stop = threading.Event()
+    cfg = RunConfig(method="datalens", dataset="digits", epsilon=10.0, n_synthetic=20, params=TINY)
+    events = []
+    for ev in datalens.train(cfg, digits, "cpu", stop):
+        events.append(ev)
+        if ev.phase == "train" and ev.step == 2:
+            stop.set()
+    assert [e.step for e in events if e.phase == "train"] == [1, 2]
+    done = events[-1]
+    assert done.phase == "done" and done.result.info["stopped"] is True
+    assert done.result.privacy["steps"] == 2 and done.result.x.shape == (20, 1, 8, 8)
+
+
+def test_non_private_run_uses_fixed_steps_and_no_noise(digits):
+    cfg, events = _run(digits, epsilon=math.inf, max_steps=3)
+    assert [e.step for e in events if e.phase == "train"] == [1, 2, 3]
+    r = events[-1].result
+    assert r.privacy["noise_multiplier"] == 0.0 and r.privacy["releases"][0]["sigma"] == 0.0
+    assert math.isinf(r.privacy["epsilon_spent"])

@@ -1,0 +1,167 @@
+"""DP-MERF end to end on small data: every variant, the budget, stop, and validation."""
+
+import json
+import math
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from conftest import TINY_DPMERF
+from engine.config import RunConfig
+from engine.data import Column, Dataset, load
+from engine.device import resolve_device
+from engine.dpmerf import Params, privacy_preview, train
+from engine.errors import InputError
+from engine.runner import execute
+
+
+def run(config, data, stop=None):
+    events = list(train(config, data, resolve_device("cpu"), stop))
+    return events, events[-1].result
+
+
+def test_digits_end_to_end_writes_artifacts(tmp_path):
+    config = RunConfig(epsilon=1.0, params=TINY_DPMERF)
+    events = list(execute(config, tmp_path))
+    phases = [e.phase for e in events]
+    assert phases[0] == "release" and phases[-1] == "done" and "train" in phases
+    steps = [e.step for e in events if e.phase == "train"]
+    assert steps == sorted(steps) and steps[-1] == events[-1].total
+    assert any(e.samples is not None for e in events)
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["status"] == "finished" and metrics["private"] is True
+    assert 0.99 < metrics["epsilon_spent"] <= 1.0
+    assert "ExactGaussian" in metrics["accountant"]
+    assert metrics["privacy"]["releases"][0]["name"] == "mean embedding"
+    for key in ("synthetic/logreg", "synthetic/mlp", "synthetic/rf", "real/logreg"):
+        assert 0 <= metrics["accuracy"][key] <= 1
+    assert metrics["accuracy"]["real/logreg"] > 0.9
+    npz = np.load(tmp_path / "synthetic.npz")
+    assert npz["x"].shape == (metrics["n_train"], 1, 8, 8) and npz["x"].min() >= 0 and npz["x"].max() <= 1
+    assert (tmp_path / "samples.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "config.json").read_text())["epsilon"] == 1.0
+
+
+def test_non_private_run_learns_and_is_flagged(digits):
+    config = RunConfig(epsilon=math.inf, params={**TINY_DPMERF, "epochs": 30})
+    _, result = run(config, digits)
+    assert result.privacy["epsilon_spent"] == math.inf
+    assert result.privacy["releases"][0]["sigma"] == 0
+    from engine.evaluate import fit_and_score
+
+    acc = fit_and_score("logreg", result.x, result.y, digits)["accuracy"]
+    assert acc > 0.5  # well above chance (0.1) without noise
+
+
+def test_noise_is_fresh_each_run_but_model_seed_is_fixed(digits):
+    config = RunConfig(epsilon=1.0, n_synthetic=50, params={**TINY_DPMERF, "epochs": 1})
+    a = run(config, digits)[1]
+    b = run(config, digits)[1]
+    assert not np.allclose(a.x, b.x)  # same seed, different DP noise
+
+
+def _imbalanced(digits):
+    keep = np.concatenate([np.flatnonzero(digits.y_train != 0),
+                           np.flatnonzero(digits.y_train == 0)[:15]])
+    return replace(digits, x_train=digits.x_train[keep], y_train=digits.y_train[keep])
+
+
+def test_class_counts_variant_follows_noisy_counts(digits):
+    data = _imbalanced(digits)
+    config = RunConfig(epsilon=5.0, n_synthetic=4000, params={**TINY_DPMERF, "labels": "counts"})
+    _, result = run(config, data)
+    names = [r["name"] for r in result.privacy["releases"]]
+    assert names == ["class counts", "mean embedding"]
+    assert result.privacy["epsilon_spent"] <= 5.0
+    share0 = np.mean(result.y == 0)
+    assert share0 < 0.04  # 15 of ~1,300 records are zeros; labels follow the noisy counts
+    assert abs(np.mean(result.y == 1) - np.mean(data.y_train == 1)) < 0.05
+
+
+def test_unlabelled_variant(digits):
+    config = RunConfig(epsilon=2.0, n_synthetic=30, params={**TINY_DPMERF, "labels": "none"})
+    _, result = run(config, digits)
+    assert (result.y == -1).all() and result.x.shape == (30, 1, 8, 8)
+    from engine.evaluate import full_evaluation
+
+    assert "unlabelled" in full_evaluation(result.x, result.y, digits)["note"]
+
+
+def test_tabular_public_bounds(tmp_path):
+    config = RunConfig(dataset="breast_cancer", epsilon=1.0,
+                       params={"n_features": 200, "epochs": 5, "batch_size": 100})
+    events = list(execute(config, tmp_path, full_eval=False))
+    result = events[-1].result
+    assert [r["name"] for r in result.privacy["releases"]] == ["class counts", "mean embedding"]
+    assert "public metadata" in result.info["numeric_bounds_source"]
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "synthetic.csv")
+    assert len(frame) == events[-1].result.x.shape[0] and frame.shape[1] == 31
+    data = load("breast_cancer")
+    lo = np.array([c.bounds[0] for c in data.columns])
+    hi = np.array([c.bounds[1] for c in data.columns])
+    assert ((result.x >= lo - 1e-9) & (result.x <= hi + 1e-9)).all()
+
+
+def test_csv_without_bounds_spends_budget_on_them(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    import pandas as pd
+
+    frame = pd.DataFrame({"age": rng.integers(18, 90, n), "income": rng.normal(5e4, 2e4, n),
+                          "city": rng.choice(["a", "b", "c"], n), "y": rng.choice(["no", "yes"], n)})
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    config = RunConfig(dataset="csv", epsilon=2.0, data_options={"path": str(path), "label": "y"},
+                       params={"n_features": 100, "epochs": 3, "batch_size": 50})
+    events = list(execute(config, tmp_path / "run", full_eval=True))
+    result = events[-1].result
+    names = [r["name"] for r in result.privacy["releases"]]
+    assert names == ["numeric bounds histogram", "class counts", "mean embedding"]
+    assert result.privacy["epsilon_spent"] <= 2.0
+    assert "DP release" in result.info["numeric_bounds_source"]
+    assert result.privacy["releases"][-1]["sensitivity"] == pytest.approx(2 * math.sqrt(2) / 240)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert "synthetic/logreg/roc_auc" in metrics["accuracy"]
+    out = pd.read_csv(tmp_path / "run" / "synthetic.csv")
+    assert set(out["city"]) <= {"a", "b", "c"} and set(out["y"]) <= {"no", "yes"}
+
+
+def test_stop_is_honoured(digits, tmp_path):
+    stop = threading.Event()
+    config = RunConfig(epsilon=1.0, params={**TINY_DPMERF, "epochs": 50})
+    seen = []
+    for ev in execute(config, tmp_path, stop=stop):
+        seen.append(ev)
+        if ev.phase == "train" and ev.step == 3:
+            stop.set()
+    assert seen[-1].phase == "cancelled"
+    assert max(e.step for e in seen if e.phase == "train") == 3
+    assert json.loads((tmp_path / "metrics.json").read_text())["status"] == "cancelled"
+
+
+def test_privacy_preview_tracks_epsilon(digits):
+    lo = privacy_preview(RunConfig(epsilon=0.5), digits)["noise multiplier (sigma)"]
+    hi = privacy_preview(RunConfig(epsilon=4.0), digits)["noise multiplier (sigma)"]
+    assert lo > hi > 0
+
+
+@pytest.mark.parametrize("override,match", [
+    ({"n_features": 7}, "n_features"), ({"epochs": 0}, "epochs"), ({"lr": -1}, "lr"),
+    ({"labels": "some"}, "labels"), ({"accountant": "moments"}, "accountant"),
+    ({"batch_size": 1}, "batch_size"), ({"length_scale": 0}, "length_scale"),
+    ({"counts_share": 1.5}, "counts_share"), ({"upsample": "magic"}, "upsample"),
+])
+def test_params_validation(digits, override, match):
+    with pytest.raises(InputError, match=match):
+        replace(Params.for_dataset("digits"), **override).validate(digits)
+
+
+def test_single_class_data_is_refused():
+    x = np.zeros((30, 1, 8, 8), np.float32)
+    data = Dataset("one", "image", x, np.zeros(30, np.int64), x, np.zeros(30, np.int64), ["a"], (1, 8, 8))
+    with pytest.raises(InputError, match="two classes"):
+        Params().validate(data)

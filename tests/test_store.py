@@ -1,0 +1,122 @@
+"""Run store: status lifecycle, metrics, restart recovery, deletion, thread safety."""
+
+import math
+import threading
+import time
+
+import pytest
+
+from engine.config import RunConfig
+from engine.errors import InputError
+from engine.store import TERMINAL, RunStatus, RunStore, headline_accuracy
+
+
+def test_create_list_get_roundtrip(tmp_path):
+    store = RunStore(tmp_path)
+    a = store.create_run(RunConfig(epsilon=1.0, seed=3))
+    b = store.create_run(RunConfig(method="datalens", epsilon=math.inf), sweep="s1")
+    rows = store.list_runs()
+    assert [r["id"] for r in rows] == [b, a]  # newest first
+    ra = store.get_run(a)
+    assert ra["status"] == "queued" and ra["seed"] == 3 and ra["epsilon"] == 1.0
+    assert ra["config"]["method"] == "dpmerf"
+    assert math.isinf(store.get_run(b)["epsilon"])  # inf survives SQLite (stored as NULL)
+    assert [r["id"] for r in store.list_runs(method="datalens")] == [b]
+    assert [r["id"] for r in store.list_runs(sweep="s1")] == [b]
+    assert (tmp_path / a / "config.json").read_text() == RunConfig(epsilon=1.0, seed=3).to_json()
+
+
+def test_progress_and_finish_keep_metrics(tmp_path):
+    store = RunStore(tmp_path)
+    rid = store.create_run(RunConfig())
+    store.mark_running(rid)
+    store.record_progress(rid, step=1, total=10, epsilon_spent=1.0, values={"loss": 0.5})
+    store.record_progress(rid, step=5, total=10, epsilon_spent=1.0,
+                          values={"loss": 0.2, "probe/logreg": 0.4},
+                          metrics={"probe/logreg": 0.4})
+    row = store.get_run(rid)
+    assert (row["step"], row["total"], row["accuracy"]) == (5, 10, 0.4)
+    hist = store.metric_history(rid)
+    assert hist["loss"] == [(1, 0.5), (5, 0.2)]
+    store.finish(rid, RunStatus.FINISHED,
+                 metrics={"synthetic/logreg": 0.75, "real/logreg": 0.96, "note": "x"})
+    row = store.get_run(rid)
+    assert row["status"] == "finished" and row["ended"] >= row["started"]
+    assert (row["accuracy"], row["real_accuracy"]) == (0.75, 0.96)
+    assert row["summary"]["note"] == "x"
+
+
+def test_finish_needs_terminal_status(tmp_path):
+    store = RunStore(tmp_path)
+    rid = store.create_run(RunConfig())
+    with pytest.raises(ValueError, match="terminal"):
+        store.finish(rid, RunStatus.RUNNING)
+    assert {s.value for s in TERMINAL} == {"finished", "failed", "cancelled", "interrupted"}
+
+
+def test_restart_marks_stale_runs_interrupted_and_keeps_finished(tmp_path):
+    store = RunStore(tmp_path)
+    done = store.create_run(RunConfig())
+    store.mark_running(done)
+    store.finish(done, RunStatus.FINISHED, metrics={"synthetic/logreg": 0.7})
+    dead = store.create_run(RunConfig())
+    store.mark_running(dead)
+    store.record_progress(dead, step=3, total=9, epsilon_spent=1.0, values={"loss": 1.0},
+                          metrics={"probe/logreg": 0.33})
+    queued = store.create_run(RunConfig())
+    # A process that just heartbeat is alive: a new store must leave its runs alone.
+    assert RunStore(tmp_path).get_run(dead)["status"] == "running"
+    time.sleep(0.05)
+    reopened = RunStore(tmp_path, stale_after_s=0.01)  # "the old process died"
+    assert reopened.get_run(dead)["status"] == "interrupted"
+    assert reopened.get_run(dead)["accuracy"] == 0.33  # last metrics kept
+    assert "interrupted" in reopened.get_run(dead)["message"]
+    assert reopened.get_run(queued)["status"] == "interrupted"
+    assert reopened.get_run(done)["status"] == "finished"
+    assert reopened.metric_history(dead)["loss"] == [(3, 1.0)]
+
+
+def test_delete_removes_row_metrics_and_folder(tmp_path):
+    store = RunStore(tmp_path)
+    rid = store.create_run(RunConfig())
+    with pytest.raises(InputError, match="stop it before deleting"):
+        store.delete_run(rid)
+    store.finish(rid, RunStatus.CANCELLED)
+    store.delete_run(rid)
+    assert store.get_run(rid) is None and not (tmp_path / rid).exists()
+    assert store.metric_history(rid) == {}
+    with pytest.raises(InputError, match="not a run id"):
+        store.artifact_dir("../etc")
+
+
+def test_concurrent_writers(tmp_path):
+    store = RunStore(tmp_path)
+    ids = [store.create_run(RunConfig(seed=i)) for i in range(4)]
+    errors = []
+
+    def work(rid):
+        try:
+            for step in range(50):
+                store.record_progress(rid, step=step, total=50, epsilon_spent=0.5,
+                                      values={"loss": 1.0 / (step + 1)})
+                store.list_runs()
+            store.finish(rid, RunStatus.FINISHED)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(len(store.metric_history(i)["loss"]) == 50 for i in ids)
+    assert {r["status"] for r in store.list_runs()} == {"finished"}
+
+
+def test_headline_accuracy_prefers_logreg():
+    assert headline_accuracy({"synthetic/mlp": 0.8, "synthetic/logreg": 0.7,
+                              "real/logreg": 0.9, "synthetic/logreg/f1": 0.1}) == (0.7, 0.9)
+    assert headline_accuracy({"synthetic/mlp": 0.8}) == (0.8, None)
+    assert headline_accuracy({"probe/logreg": 0.3}) == (0.3, None)
+    assert headline_accuracy({}) == (None, None)
