@@ -24,6 +24,7 @@ from engine import data as datasets  # noqa: E402
 from engine.config import RunConfig, parse_epsilon  # noqa: E402
 from engine.device import resolve_device  # noqa: E402
 from engine.dpmerf import train  # noqa: E402
+from engine.cli import _pairs  # noqa: E402
 from engine.evaluate import fit_and_score  # noqa: E402
 
 
@@ -36,8 +37,12 @@ def main() -> None:
     ap.add_argument("--n-synthetic", type=int, default=60_000)
     ap.add_argument("--param", action="append", default=[], help="DP-MERF knob name=value")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--save", help="also save the synthetic data (npz) here")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
     args = ap.parse_args()
-    params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
+    params = _pairs(args.param, "--param")
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     data = datasets.load("fashion_mnist", seed=args.seed)
     config = RunConfig(method="dpmerf", dataset="fashion_mnist", epsilon=parse_epsilon(args.epsilon),
@@ -58,6 +63,10 @@ def main() -> None:
     print(f"training done in {train_s:.1f}s (embedding+release {release_s:.1f}s, "
           f"generator + 60k samples {train_s - release_s:.1f}s)", flush=True)
 
+    if args.save:
+        import numpy as np
+
+        np.savez_compressed(args.save, x=result.x, y=result.y)
     figures = {"epsilon_spent": result.privacy["epsilon_spent"],
                "noise_multiplier": result.privacy["releases"][-1]["noise_multiplier"],
                "accountant": result.privacy["accountant"], "device": str(device),

@@ -33,8 +33,13 @@ def draw_frequencies(d_in: int, n_features: int, length_scale: float, *,
 
 
 def rff(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """φ(x) = √(2/D)·[cos(xW), sin(xW)], shape (n, D), each row of norm exactly 1."""
-    proj = x.flatten(1) @ w  # (n, D/2)
+    """φ(x) = √(2/D)·[cos(xW), sin(xW)], shape (n, D), each row of norm exactly 1.
+
+    If `w` is bfloat16 the projection runs in bfloat16 (5× faster matmuls on CPUs with
+    AMX, and on GPUs); cos/sin stay in float32, so the unit norm — which the sensitivity
+    rests on — holds whatever the projection's rounding.
+    """
+    proj = (x.flatten(1).to(w.dtype) @ w).float()  # (n, D/2)
     scale = math.sqrt(1.0 / w.shape[1])  # √(2/D) with D = 2·(D/2)
     return torch.cat([torch.cos(proj), torch.sin(proj)], dim=1) * scale
 
