@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--param", action="append", default=[], help="DP-MERF knob name=value")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--save", help="also save the synthetic data (npz) here")
+    ap.add_argument("--models", default="logreg,mlp", help="classifiers to fit, comma-separated")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
     args = ap.parse_args()
     params = _pairs(args.param, "--param")
@@ -72,7 +73,7 @@ def main() -> None:
                "accountant": result.privacy["accountant"], "device": str(device),
                "threads": torch.get_num_threads(), "seconds_release": round(release_s, 1),
                "seconds_train_total": round(train_s, 1), "steps": result.info["steps"]}
-    for model in ("logreg", "mlp"):
+    for model in args.models.split(","):
         t = time.perf_counter()
         figures[model] = fit_and_score(model, result.x, result.y, data, seed=args.seed)["accuracy"]
         print(f"{model}: {figures[model]:.4f} ({time.perf_counter() - t:.0f}s to fit)", flush=True)

@@ -22,6 +22,7 @@ import enum
 import json
 import math
 import os
+import sys
 import shutil
 import sqlite3
 import threading
@@ -75,7 +76,8 @@ CREATE TABLE IF NOT EXISTS runs (
     accuracy REAL,           -- synthetic-trained classifier on real test data
     real_accuracy REAL,      -- same classifier trained on real data (not private)
     summary TEXT,            -- final metrics JSON (or last probe metrics)
-    message TEXT
+    message TEXT,
+    owner TEXT               -- "pid:start-time" of the process running it
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL,
@@ -89,7 +91,26 @@ CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
 
 _COLUMNS = ("id", "created", "started", "ended", "heartbeat", "status", "method",
             "dataset", "epsilon", "delta", "seed", "sweep", "config", "step", "total",
-            "epsilon_spent", "accuracy", "real_accuracy", "summary", "message")
+            "epsilon_spent", "accuracy", "real_accuracy", "summary", "message", "owner")
+
+
+def _process_token(pid: int) -> str | None:
+    """"pid:start-time" names one process for good (a pid alone can be reused);
+    None when no live process has that pid (a zombie counts as dead)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        if sys.platform.startswith("linux"):
+            return None
+        try:  # no /proc: fall back to "is some process with this pid alive"
+            os.kill(pid, 0)
+        except OSError:
+            return None
+        return f"{pid}:?"
+    return None if fields[0] in ("Z", "X") else f"{pid}:{fields[19]}"
+
+
+OWNER = _process_token(os.getpid())
 
 
 def default_root() -> Path:
@@ -138,6 +159,8 @@ class RunStore:
         with self._write:
             con = self._con()
             con.executescript(_SCHEMA)
+            if "owner" not in {r[1] for r in con.execute("PRAGMA table_info(runs)")}:
+                con.execute("ALTER TABLE runs ADD COLUMN owner TEXT")  # stores from before
             con.commit()
         if recover:
             self.recover_stale(stale_after_s=stale_after_s)
@@ -172,9 +195,9 @@ class RunStore:
         eps = config.epsilon if math.isfinite(config.epsilon) else None
         self._exec(
             "INSERT INTO runs (id, created, heartbeat, status, method, dataset, epsilon, "
-            "delta, seed, sweep, config) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "delta, seed, sweep, config, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, now, now, RunStatus.QUEUED.value, config.method, config.dataset, eps,
-             config.delta, int(config.seed), sweep, config.to_json()),
+             config.delta, int(config.seed), sweep, config.to_json(), OWNER),
         )
         d = self.artifact_dir(run_id)
         d.mkdir(parents=True, exist_ok=True)
@@ -183,8 +206,8 @@ class RunStore:
 
     def mark_running(self, run_id: str) -> None:
         now = time.time()
-        self._exec("UPDATE runs SET status=?, started=?, heartbeat=? WHERE id=?",
-                   (RunStatus.RUNNING.value, now, now, run_id))
+        self._exec("UPDATE runs SET status=?, started=?, heartbeat=?, owner=? WHERE id=?",
+                   (RunStatus.RUNNING.value, now, now, OWNER, run_id))
 
     def heartbeat(self, run_ids) -> None:
         ids = list(run_ids)
@@ -240,16 +263,23 @@ class RunStore:
         self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE id=?", (*args, run_id))
 
     def recover_stale(self, *, stale_after_s: float = STALE_AFTER_S) -> list[str]:
-        """Mark QUEUED/RUNNING runs whose heartbeat stopped as INTERRUPTED.
+        """Mark QUEUED/RUNNING runs as INTERRUPTED when the process that owned them is
+        gone (checked at once, so a quick restart after a kill sees it) or, for rows
+        without a known owner, when their heartbeat stopped.
 
-        Called when a store opens (app start): no process is feeding those rows any
-        more. Their last metrics stay; the message says what happened.
+        Called when a store opens (app start). Their last metrics stay; the message says
+        what happened. Rows owned by this process or another live one are left alone.
         """
         cutoff = time.time() - stale_after_s
         con = self._con()
-        ids = [r["id"] for r in con.execute(
-            "SELECT id FROM runs WHERE status IN (?,?) AND COALESCE(heartbeat, created) < ?",
-            (RunStatus.QUEUED.value, RunStatus.RUNNING.value, cutoff))]
+        ids = []
+        for r in con.execute("SELECT id, owner, COALESCE(heartbeat, created) AS beat FROM runs "
+                             "WHERE status IN (?,?)", (RunStatus.QUEUED.value, RunStatus.RUNNING.value)):
+            if r["owner"] == OWNER:
+                continue
+            owner_dead = r["owner"] is not None and _process_token(int(r["owner"].split(":")[0])) != r["owner"]
+            if owner_dead or r["beat"] < cutoff:
+                ids.append(r["id"])
         for run_id in ids:
             self._exec(
                 "UPDATE runs SET status=?, ended=COALESCE(ended, heartbeat), message=? "

@@ -1,6 +1,7 @@
 """Run store: status lifecycle, metrics, restart recovery, deletion, thread safety."""
 
 import math
+import sqlite3
 import threading
 import time
 
@@ -66,14 +67,30 @@ def test_restart_marks_stale_runs_interrupted_and_keeps_finished(tmp_path):
     queued = store.create_run(RunConfig())
     # A process that just heartbeat is alive: a new store must leave its runs alone.
     assert RunStore(tmp_path).get_run(dead)["status"] == "running"
-    time.sleep(0.05)
-    reopened = RunStore(tmp_path, stale_after_s=0.01)  # "the old process died"
+    # "The old process died": its rows now name an owner that no longer exists.
+    con = sqlite3.connect(tmp_path / "runs.db")
+    con.execute("UPDATE runs SET owner='999999999:0' WHERE id IN (?, ?)", (dead, queued))
+    con.commit()
+    con.close()
+    reopened = RunStore(tmp_path)  # at once: no need to wait for the heartbeat to go stale
     assert reopened.get_run(dead)["status"] == "interrupted"
     assert reopened.get_run(dead)["accuracy"] == 0.33  # last metrics kept
     assert "interrupted" in reopened.get_run(dead)["message"]
     assert reopened.get_run(queued)["status"] == "interrupted"
     assert reopened.get_run(done)["status"] == "finished"
     assert reopened.metric_history(dead)["loss"] == [(3, 1.0)]
+
+
+def test_rows_without_owner_fall_back_to_the_heartbeat(tmp_path):
+    store = RunStore(tmp_path)
+    rid = store.create_run(RunConfig())
+    con = sqlite3.connect(tmp_path / "runs.db")
+    con.execute("UPDATE runs SET owner=NULL WHERE id=?", (rid,))
+    con.commit()
+    con.close()
+    assert RunStore(tmp_path).get_run(rid)["status"] == "queued"  # fresh heartbeat
+    time.sleep(0.05)
+    assert RunStore(tmp_path, stale_after_s=0.01).get_run(rid)["status"] == "interrupted"
 
 
 def test_delete_removes_row_metrics_and_folder(tmp_path):

@@ -1,0 +1,239 @@
+"""Faults: cancel mid-run, SIGKILL of the serving process, concurrent jobs, concurrent
+writers (threads and processes). The store must stay consistent through all of them.
+
+Real engine runs on digits with tiny DP-MERF settings; the killed process is a separate
+Python running engine.jobs + engine.store exactly as the app's process does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.config import RunConfig
+from engine.jobs import JobManager
+from engine.store import RunStatus, RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOW = dict(n_features=300, epochs=400, batch_size=100, sample_every=5)
+
+
+def _integrity(root: Path) -> str:
+    con = sqlite3.connect(root / "runs.db")
+    try:
+        return con.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        con.close()
+
+
+def _consistent(store: RunStore, rid: str) -> dict:
+    """Row and metric rows agree: steps never go back, the row's step is the last one."""
+    row = store.get_run(rid)
+    hist = store.metric_history(rid)
+    steps = [s for s, _ in hist.get("loss", [])]
+    assert steps == sorted(steps), "metric steps went backwards"
+    if steps:
+        assert row["step"] >= steps[-1]
+    if row["status"] in ("finished", "cancelled", "failed", "interrupted"):
+        assert row["ended"] is not None and row["ended"] >= row["created"]
+    return row
+
+
+# ------------------------------------------------------------------ cancel
+
+
+def test_cancel_mid_run_leaves_a_consistent_store(tmp_path):
+    jm = JobManager(RunStore(tmp_path), full_eval=False, torch_threads=1)
+    try:
+        rid = jm.submit(RunConfig(dataset="digits", device="cpu", params=SLOW))
+        deadline = time.time() + 60
+        while (jm.snapshot(rid).step < 5) and time.time() < deadline:
+            time.sleep(0.05)
+        assert jm.cancel(rid)
+        assert jm.wait(rid, timeout=60) == RunStatus.CANCELLED
+        row = _consistent(jm.store, rid)
+        assert row["status"] == "cancelled" and 5 <= row["step"] < row["total"]
+        metrics = json.loads((tmp_path / rid / "metrics.json").read_text())
+        assert metrics["status"] == "cancelled"  # never written up as finished
+        assert metrics["epsilon_spent"] <= 1.0 + 1e-9  # the release happened and counted
+        assert not jm.store.list_runs(status="finished")
+        # A later process opening the store leaves the terminal row alone.
+        again = RunStore(tmp_path, stale_after_s=0.0).get_run(rid)
+        assert again["status"] == "cancelled" and again["step"] == row["step"]
+    finally:
+        jm.shutdown()
+    assert _integrity(tmp_path) == "ok"
+
+
+# ------------------------------------------------------------------ SIGKILL
+
+_SERVER = """
+import sys, torch
+torch.set_num_threads(1)
+from engine.config import RunConfig
+from engine.jobs import JobManager
+from engine.store import RunStore
+jm = JobManager(RunStore(sys.argv[1]), full_eval=False, torch_threads=1)
+rid = jm.submit(RunConfig(dataset="digits", device="cpu", params=%r))
+print(rid, flush=True)
+jm.wait(rid)
+""" % (SLOW,)
+
+
+def _kill_mid_run(root: Path) -> tuple[str, dict, dict]:
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(root)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        rid = proc.stdout.readline().strip()
+        assert rid, "the server process did not start a run"
+        watcher = RunStore(root, recover=False)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            row = watcher.get_run(rid)
+            if row["status"] == "running" and row["step"] >= 5:
+                break
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    before = watcher.get_run(rid)
+    history = watcher.metric_history(rid)
+    watcher.close()
+    assert before["status"] == "running" and before["step"] >= 5
+    return rid, before, history
+
+
+def test_sigkill_mid_run_then_restart_lists_it_interrupted_with_last_metrics(tmp_path):
+    rid, before, history = _kill_mid_run(tmp_path)
+    time.sleep(1.2)  # the dead process's heartbeat is now older than the threshold below
+    jm = JobManager(RunStore(tmp_path, stale_after_s=1.0), full_eval=False)
+    try:
+        row = _consistent(jm.store, rid)
+        assert row["status"] == "interrupted" and "interrupted" in row["message"]
+        assert row["step"] == before["step"] and row["epsilon_spent"] == before["epsilon_spent"]
+        assert jm.store.metric_history(rid) == history  # last metrics kept
+        assert math.isfinite(row["epsilon_spent"]) and row["epsilon_spent"] <= 1.0
+        assert not (tmp_path / rid / "metrics.json").exists()  # no finished write-up
+        assert jm.status(rid) == RunStatus.INTERRUPTED
+        assert rid not in jm.active()
+    finally:
+        jm.shutdown()
+    assert _integrity(tmp_path) == "ok"
+
+
+def test_immediate_restart_after_sigkill_lists_it_interrupted(tmp_path):
+    rid, _, _ = _kill_mid_run(tmp_path)
+    jm = JobManager(RunStore(tmp_path), full_eval=False)  # exactly what the app does
+    try:
+        time.sleep(1.0)
+        assert jm.store.get_run(rid)["status"] == "interrupted"
+    finally:
+        jm.shutdown()
+
+
+# ------------------------------------------------------------------ concurrent jobs
+
+
+def test_four_concurrent_jobs_finish_with_separate_correct_results(tmp_path):
+    jm = JobManager(RunStore(tmp_path), slots_per_device=4, full_eval=False, torch_threads=1)
+    tiny = dict(n_features=200, epochs=2, batch_size=100, sample_every=5)
+    configs = [RunConfig(dataset="digits", device="cpu", epsilon=eps, seed=i, n_synthetic=n,
+                         params=tiny)
+               for i, (eps, n) in enumerate([(0.5, 50), (1.0, 60), (4.0, 70), (math.inf, 80)])]
+    try:
+        ids = [jm.submit(c) for c in configs]
+        started = time.time()
+        while time.time() - started < 60 and sum(
+                jm.status(r) == RunStatus.RUNNING for r in ids) < 2 and \
+                not all(jm.status(r).terminal for r in ids):
+            time.sleep(0.02)
+        statuses = [jm.wait(r, timeout=180) for r in ids]
+        assert statuses == [RunStatus.FINISHED] * 4, [jm.store.get_run(r)["message"] for r in ids]
+        for rid, cfg in zip(ids, configs):
+            row = _consistent(jm.store, rid)
+            assert RunConfig.from_dict(row["config"]) == cfg
+            d = tmp_path / rid
+            assert RunConfig.from_dict(json.loads((d / "config.json").read_text())) == cfg
+            metrics = json.loads((d / "metrics.json").read_text())
+            assert metrics["status"] == "finished"
+            if cfg.private:
+                assert metrics["epsilon_spent"] == pytest.approx(cfg.epsilon, rel=1e-3)
+                assert metrics["epsilon_spent"] <= cfg.epsilon + 1e-12
+                assert row["epsilon_spent"] == pytest.approx(metrics["epsilon_spent"])
+            else:
+                assert metrics["epsilon_spent"] == "inf" and row["epsilon_spent"] is None
+            with np.load(d / "synthetic.npz") as z:  # each run wrote its own output
+                assert z["x"].shape == (cfg.n_synthetic, 1, 8, 8)
+                assert z["y"].shape == (cfg.n_synthetic,)
+        assert len(set(ids)) == 4
+    finally:
+        jm.shutdown()
+    assert _integrity(tmp_path) == "ok"
+
+
+# ------------------------------------------------------------------ concurrent writers
+
+WRITES = 60
+
+
+def _writer_process(root: str, rid: str, key: str) -> None:
+    store = RunStore(root, recover=False)
+    for step in range(WRITES):
+        store.record_progress(rid, step=step, total=WRITES, epsilon_spent=0.25,
+                              values={key: float(step)}, metrics={"probe/logreg": step / WRITES})
+        store.heartbeat([rid])
+        store.list_runs()
+    store.close()
+
+
+def test_concurrent_writers_threads_and_processes_never_corrupt_the_store(tmp_path):
+    store = RunStore(tmp_path)
+    ids = [store.create_run(RunConfig(seed=i)) for i in range(6)]
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer_process, args=(str(tmp_path), rid, "proc"))
+             for rid in ids[:3]]
+    errors: list[BaseException] = []
+
+    def thread_writer(rid):
+        try:
+            _writer_process(str(tmp_path), rid, "thread")
+            store.finish(rid, RunStatus.FINISHED, metrics={"synthetic/logreg": 0.5})
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=thread_writer, args=(rid,)) for rid in ids[3:]]
+    for p in procs:
+        p.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for p in procs:
+        p.join(120)
+    assert not errors and all(p.exitcode == 0 for p in procs), (errors, [p.exitcode for p in procs])
+    assert _integrity(tmp_path) == "ok"
+    fresh = RunStore(tmp_path, recover=False)
+    for rid in ids[:3]:
+        hist = fresh.metric_history(rid)["proc"]
+        assert [v for _, v in hist] == [float(s) for s in range(WRITES)]
+        assert fresh.get_run(rid)["step"] == WRITES - 1
+    for rid in ids[3:]:
+        assert len(fresh.metric_history(rid)["thread"]) == WRITES
+        row = fresh.get_run(rid)
+        assert row["status"] == "finished" and row["accuracy"] == 0.5
