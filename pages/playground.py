@@ -26,13 +26,13 @@ HINTS = {
     ("datalens", "digits"): (
         "warning",
         "DataLens on digits stays near chance at ε = 1: its 1,437 training records split "
-        "across the teachers leave too few per teacher to outvote the noise (about .3 at "
-        "ε = 10). DP-MERF does about .76 here at ε = 1. Pick DP-MERF, or raise ε to see "
+        "across the teachers leave too few per teacher to outvote the noise (about .2 at "
+        "ε = 10). DP-MERF does about .8 here at ε = 1. Pick DP-MERF, or raise ε to see "
         "DataLens start to learn."),
     ("dpmerf", "digits"): (
         "info",
         "DP-MERF releases one noisy summary of the data, then trains as long as it likes "
-        "for free: on digits at ε = 1 it reaches about .76 logistic-regression accuracy."),
+        "for free: on digits at ε = 1 it reaches about .8 logistic-regression accuracy."),
     ("datalens", "fashion_mnist"): (
         "info", "DataLens at ε = 1 on Fashion-MNIST needs thousands of teachers and hours "
                 "on a CPU; the paper reports .65 (CNN). Try a short run on a GPU."),
