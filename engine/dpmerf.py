@@ -238,86 +238,44 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
                                 releases=releases, accountant=params.accountant)
     sigma = {r["name"]: r["sigma"] for r in report["releases"]}
     m, n_classes = data.n_train, data.n_classes
+    plan.w = plan.w.to(device)  # the frequencies are public; both sides use them
 
-    # --- the only code that reads private records -------------------------------
-    if plan.private_bounds_cols:
-        from engine.dp_bounds import release_bounds
-
-        cols = plan.private_bounds_cols
-        released = release_bounds(plan.x[:, cols].double().numpy(),
-                                  noise_std=sigma["numeric bounds histogram"])
-        for j, b in zip(cols, released):
-            plan.bounds[j] = b
-    if plan.kind == "tabular":
-        lo = torch.tensor([b[0] for b in plan.bounds], dtype=torch.float32)
-        hi = torch.tensor([b[1] for b in plan.bounds], dtype=torch.float32)
-        span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))
-        plan.x = ((plan.x - lo) / span).clamp(0, 1)  # into the public [0,1] box
     labelled = params.labels != "none"
-    y_train = torch.as_tensor(data.y_train)
-    y_onehot = F.one_hot(y_train, n_classes).float() if labelled else torch.ones(m, 1)
-
-    if plan.kind == "image":
-        w = plan.w.to(device)
-        emb = fx.chunked_embedding(plan.x.to(device), y_onehot.to(device),
-                                   lambda xb: fx.rff(xb, w))
-    else:
-        xs = plan.x if plan.x_cat is None else torch.cat([plan.x, plan.x_cat], 1)
-        d_num, w = plan.x.shape[1], plan.w.to(device)
-        emb = fx.chunked_embedding(xs.to(device), y_onehot.to(device), lambda xb: fx.heterogeneous_features(
-            xb[:, :d_num], xb[:, d_num:] if plan.x_cat is not None else None, w))
-    emb = emb + gaussian_noise(emb.shape, sigma["mean embedding"], device=device)
-    label_probs = torch.full((n_classes,), 1.0 / n_classes)
-    if params.labels == "counts":
-        counts = torch.bincount(y_train, minlength=n_classes).double()
-        noisy = (counts + gaussian_noise(counts.shape, sigma["class counts"], dtype=torch.float64)).clamp(min=1.0)
-        # Reweight each class column to a per-class mean: each class then counts equally.
-        emb = emb * (m / noisy.float()).to(device)[None, :]
-        label_probs = (noisy / noisy.sum()).float()
-    del plan.x, plan.x_cat  # nothing below may see private records
-    # ----------------------------------------------------------------------------
-
+    emb, label_probs = _release(plan, data, params, sigma, device, labelled)
     yield Event("release", 0, 0, report["epsilon_spent"],
                 message=f"released {', '.join(sigma)} ({report['accountant']})")
 
-    n_out = n_classes if labelled else 0
-    if plan.kind == "image":
-        gen = ConvCondGenerator(data.image_shape, n_out, latent=params.latent,
-                                hidden=params.gen_hidden, channels=tuple(params.gen_channels),
-                                upsample=params.upsample).to(device)
-    else:
-        _, cat, sizes = _tabular_parts(data)
-        gen = TabularGenerator(len(plan.bounds), sizes, n_out, latent=params.latent).to(device)
+    # Everything below sees only the released statistics: post-processing.
+    gen = _make_generator(plan, data, params, n_classes if labelled else 0).to(device)
     opt = torch.optim.Adam(gen.parameters(), lr=params.lr)
-    label_probs = label_probs.to(device)
     total = max(1, math.ceil(params.epochs * m / params.batch_size))
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, total) if params.lr_decay else None
 
-    def generate(labels: torch.Tensor):
-        z = torch.randn(len(labels), params.latent, generator=None, device=device)
-        onehot = F.one_hot(labels, n_classes).float() if labelled else None
-        return gen(z, onehot), onehot
-
-    def gen_embedding(out, onehot):
-        feats = plan.features(out) if plan.kind == "image" else plan.features(*out)
+    def draw_labels(n: int) -> torch.Tensor:
         if not labelled:
-            return feats.mean(0, keepdim=True).T
-        emb_gen = feats.T @ onehot / len(onehot)
+            return torch.zeros(n, dtype=torch.long, device=device)
+        return torch.multinomial(label_probs, n, replacement=True)
+
+    def gen_embedding(labels: torch.Tensor) -> torch.Tensor:
+        z = torch.randn(len(labels), params.latent, device=device)
+        if not labelled:
+            return plan.features(*_as_tuple(gen(z))).mean(0, keepdim=True).T
+        onehot = F.one_hot(labels, n_classes).float()
+        emb_gen = plan.features(*_as_tuple(gen(z, onehot))).T @ onehot / len(labels)
         if params.labels == "counts":
             # Labels are drawn with the released class shares p̃_c; dividing by them
             # turns each column into a class mean, matching the reweighted data side.
             emb_gen = emb_gen / label_probs[None, :]
         return emb_gen
 
-    show_labels = torch.arange(n_classes, device=device).repeat_interleave(10) if labelled else         torch.zeros(100, dtype=torch.long, device=device)
-    stopped = False
+    show_labels = (torch.arange(n_classes, device=device).repeat_interleave(10) if labelled
+                   else draw_labels(100))
+    stopped, step = False, 0
     for step in range(1, total + 1):
         if stop is not None and stop.is_set():
-            stopped = True
+            stopped, step = True, step - 1
             break
-        labels = torch.multinomial(label_probs, params.batch_size, replacement=True) if labelled else             torch.zeros(params.batch_size, dtype=torch.long, device=device)
-        out, onehot = generate(labels)
-        loss = ((emb - gen_embedding(out, onehot)) ** 2).sum()
+        loss = ((emb - gen_embedding(draw_labels(params.batch_size))) ** 2).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -331,15 +289,14 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
         if params.probe_every and step % params.probe_every == 0:
             from engine.evaluate import quick_probe
 
-            x_p, y_p = _to_records(gen, data, plan, torch.multinomial(
-                label_probs, 2000, replacement=True), params, device, labelled)
-            yield Event("probe", step, total, report["epsilon_spent"], metrics=quick_probe(x_p, y_p, data))
+            x_p, y_p = _to_records(gen, data, plan, draw_labels(2000), params, device, labelled)
+            yield Event("probe", step, total, report["epsilon_spent"],
+                        metrics=quick_probe(x_p, y_p, data))
 
     n_syn = config.n_synthetic or m
-    labels = torch.multinomial(label_probs, n_syn, replacement=True) if labelled else         torch.zeros(n_syn, dtype=torch.long, device=device)
-    x_syn, y_syn = _to_records(gen, data, plan, labels, params, device, labelled)
+    x_syn, y_syn = _to_records(gen, data, plan, draw_labels(n_syn), params, device, labelled)
     info = {
-        "method": TITLE, "params": asdict(params), "steps": step if not stopped else step - 1,
+        "method": TITLE, "params": asdict(params), "steps": step,
         "stopped": stopped, "length_scale": plan.length_scale,
         "length_scale_source": plan.length_scale_source,
         "labelled": labelled, "released_label_distribution": label_probs.cpu().tolist(),
@@ -351,6 +308,65 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
             "category_domain", "public metadata (fixed category lists)")
     result = TrainResult(x_syn, y_syn, report, info, seconds=time.perf_counter() - t0)
     yield Event("done", info["steps"], total, report["epsilon_spent"], result=result)
+
+
+def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
+             labelled: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The only code that reads private records: release numeric bounds (if not public),
+    the noisy mean embedding and, if asked, noisy class counts. Returns the embedding the
+    generator will match and the label distribution it will sample from."""
+    m, n_classes = data.n_train, data.n_classes
+    if plan.private_bounds_cols:
+        from engine.dp_bounds import release_bounds
+
+        cols = plan.private_bounds_cols
+        released = release_bounds(plan.x[:, cols].double().numpy(),
+                                  noise_std=sigma["numeric bounds histogram"])
+        for j, b in zip(cols, released):
+            plan.bounds[j] = b
+    x = plan.x
+    if plan.kind == "tabular":
+        lo = torch.tensor([b[0] for b in plan.bounds], dtype=torch.float32)
+        hi = torch.tensor([b[1] for b in plan.bounds], dtype=torch.float32)
+        span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))
+        x = ((x - lo) / span).clamp(0, 1)  # into the public [0,1] box
+        if plan.x_cat is not None:
+            x = torch.cat([x, plan.x_cat], 1)
+    y_train = torch.as_tensor(data.y_train)
+    y_onehot = F.one_hot(y_train, n_classes).float() if labelled else torch.ones(m, 1)
+    w, d_num = plan.w.to(device), plan.x.shape[1]
+
+    def feature_fn(xb):
+        if plan.kind == "image":
+            return fx.rff(xb, w)
+        return fx.heterogeneous_features(xb[:, :d_num], xb[:, d_num:] if plan.x_cat is not None else None, w)
+
+    emb = fx.chunked_embedding(x.to(device), y_onehot.to(device), feature_fn)
+    emb = emb + gaussian_noise(emb.shape, sigma["mean embedding"], device=device)
+    label_probs = torch.full((n_classes,), 1.0 / n_classes)
+    if params.labels == "counts":
+        counts = torch.bincount(y_train, minlength=n_classes).double()
+        noisy = counts + gaussian_noise(counts.shape, sigma["class counts"], dtype=torch.float64)
+        noisy = noisy.clamp(min=1.0)
+        # Reweight each class column to a per-class mean: each class then counts equally.
+        emb = emb * (m / noisy.float()).to(device)[None, :]
+        label_probs = (noisy / noisy.sum()).float()
+    plan.x = plan.x_cat = None  # nothing after the release may see private records
+    return emb, label_probs.to(device)
+
+
+def _make_generator(plan: _Plan, data: Dataset, params: Params, n_labels: int):
+    if plan.kind == "image":
+        return ConvCondGenerator(data.image_shape, n_labels, latent=params.latent,
+                                 hidden=params.gen_hidden, channels=tuple(params.gen_channels),
+                                 upsample=params.upsample)
+    _, _, sizes = _tabular_parts(data)
+    return TabularGenerator(len(plan.bounds), sizes, n_labels, latent=params.latent)
+
+
+def _as_tuple(out) -> tuple:
+    """Image generators return a tensor, tabular ones (numeric, categorical)."""
+    return out if isinstance(out, tuple) else (out,)
 
 
 @torch.no_grad()

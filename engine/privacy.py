@@ -20,6 +20,7 @@ to break them) and noise is drawn from `noise_generator()` — OS entropy, never
 from __future__ import annotations
 
 import math
+import secrets
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,7 +53,7 @@ def noise_generator(device: torch.device | str = "cpu") -> torch.Generator:
     it never shares the model's generator and is never seeded from a config.
     """
     gen = torch.Generator(device=device)
-    gen.manual_seed(int.from_bytes(np.random.SeedSequence().entropy.to_bytes(16, "little")[:8], "little"))
+    gen.manual_seed(secrets.randbits(63))  # os.urandom underneath
     return gen
 
 
