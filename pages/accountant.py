@@ -5,9 +5,6 @@ Every number comes from engine.privacy (autodp); this page only asks and draws.
 
 from __future__ import annotations
 
-import math
-
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine import demos, privacy

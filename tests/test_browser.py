@@ -7,7 +7,6 @@ $DPSYNTH_SCREENSHOTS when set.
 """
 
 import os
-import shutil
 import socket
 import subprocess
 import sys

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import TINY_DPMERF
 from engine.config import RunConfig
-from engine.data import Column, Dataset, load
+from engine.data import Dataset, load
 from engine.device import resolve_device
 from engine.dpmerf import Params, privacy_preview, train
 from engine.errors import InputError

@@ -1,0 +1,61 @@
+"""What every loader returns: a `Dataset` with train/test splits and its public domain.
+
+Images are float32 in [0, 1] with shape (n, c, h, w). Tabular data is a float64 matrix
+whose numeric columns are in raw units and whose categorical columns hold integer codes
+into `Column.categories`. Everything a DP method may use *without* spending budget (image
+shape, column kinds, category domains, numeric bounds) is public metadata and says where
+it came from in `Column.bounds_source` / `Dataset.notes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MIN_RECORDS = 20  # below this an 80/20 split leaves nothing to learn or to test on
+MAX_CATEGORIES = 1000  # more than this is an identifier or free text, not a category
+
+
+@dataclass
+class Column:
+    name: str
+    kind: str  # "num" or "cat"
+    # cat: the public domain of values; a record's code indexes this list.
+    categories: list[str] | None = None
+    # num: public clipping bounds (lo, hi), or None when they must be released privately.
+    bounds: tuple[float, float] | None = None
+    bounds_source: str = ""  # "public metadata", "user", or "" when unknown
+
+
+@dataclass
+class Dataset:
+    name: str
+    kind: str  # "image" or "tabular"
+    x_train: np.ndarray
+    y_train: np.ndarray  # int64 in [0, n_classes)
+    x_test: np.ndarray
+    y_test: np.ndarray
+    class_names: list[str]
+    image_shape: tuple[int, int, int] | None = None  # (c, h, w) for images
+    columns: list[Column] | None = None  # for tabular
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def n_train(self) -> int:
+        return len(self.y_train)
+
+
+def split_train_test(x, y, seed: int, test_size: float = 0.2):
+    """80/20 split, stratified when every class has enough records, else plain random."""
+    from sklearn.model_selection import train_test_split
+
+    try:
+        return train_test_split(x, y, test_size=test_size, random_state=seed, stratify=y)
+    except ValueError:  # a class with a single record cannot be stratified
+        return train_test_split(x, y, test_size=test_size, random_state=seed)
+
