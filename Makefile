@@ -7,7 +7,6 @@ STAMP  := $(VENV)/.installed-stamp
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
