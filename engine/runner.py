@@ -20,6 +20,7 @@ from engine import data as datasets
 from engine.config import RunConfig
 from engine.device import resolve_device
 from engine.events import Event, TrainResult
+from engine.jsonsafe import jsonable
 from engine.registry import get_method, make_params
 from engine.render import image_grid, table_image
 
@@ -68,17 +69,17 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
         "method": config.method,
         "dataset": config.dataset,
         "private": config.private,
-        "epsilon_target": _num(config.epsilon),
-        "epsilon_spent": _num(result.privacy.get("epsilon_spent", math.inf)),
+        "epsilon_target": jsonable(config.epsilon),
+        "epsilon_spent": jsonable(result.privacy.get("epsilon_spent", math.inf)),
         "delta": config.delta,
         "accountant": result.privacy.get("accountant"),
-        "privacy": _jsonable(result.privacy),
+        "privacy": jsonable(result.privacy),
         "accuracy": scores,
         "seconds": {"train": round(train_seconds, 3), "evaluate": round(time.perf_counter() - t1, 3),
                     "total": round(time.perf_counter() - t0, 3)},
         "n_train": data.n_train, "n_test": len(data.y_test), "n_synthetic": len(result.y),
         "device": str(device),
-        "info": _jsonable(result.info),
+        "info": jsonable(result.info),
     }
     if not config.private:
         metrics["note"] = "NON-PRIVATE reference run (epsilon = inf, no noise added)."
@@ -114,20 +115,3 @@ def write_samples_png(path: Path, result: TrainResult, data: datasets.Dataset) -
     rows = [list(map(str, r)) + [data.class_names[l] if l >= 0 else ""]
             for r, l in zip(frame.values.tolist(), result.y[:20])]
     table_image(rows, header).save(path)
-
-
-def _num(x: float):
-    return "inf" if isinstance(x, float) and math.isinf(x) else x
-
-
-def _jsonable(obj):
-    """Plain JSON (inf → "inf", numpy → python) for metrics.json."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        return _num(float(obj))
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj

@@ -33,6 +33,7 @@ from typing import Any
 
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.jsonsafe import jsonable
 
 
 class RunStatus(str, enum.Enum):
@@ -237,7 +238,7 @@ class RunStore:
                 args.append(_finite_or_none(epsilon_spent))
             if metrics:
                 sets.append("summary=?")
-                args.append(json.dumps(_jsonable(metrics)))
+                args.append(json.dumps(jsonable(metrics)))
                 if acc is not None:
                     sets.append("accuracy=?")
                     args.append(acc)
@@ -259,7 +260,7 @@ class RunStore:
         args: list[Any] = [status.value, now, now, message]
         if metrics:
             sets += ["summary=?", "accuracy=?", "real_accuracy=?"]
-            args += [json.dumps(_jsonable(metrics)), acc, real]
+            args += [json.dumps(jsonable(metrics)), acc, real]
         self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE id=?", (*args, run_id))
 
     def recover_stale(self, *, stale_after_s: float = STALE_AFTER_S) -> list[str]:
@@ -347,19 +348,3 @@ def _row(row: sqlite3.Row) -> dict[str, Any]:
     d["summary"] = json.loads(d["summary"]) if d["summary"] else {}
     d["config"] = json.loads(d["config"])
     return d
-
-
-def _jsonable(m: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in m.items():
-        if isinstance(v, (int, float)):
-            out[k] = float(v) if math.isfinite(float(v)) else str(float(v))
-        elif isinstance(v, (str, bool)) or v is None:
-            out[k] = v
-        else:
-            try:
-                json.dumps(v)
-                out[k] = v
-            except TypeError:
-                out[k] = str(v)
-    return out
