@@ -26,7 +26,7 @@ HINTS = {
     ("datalens", "digits"): (
         "warning",
         "DataLens on digits stays near chance at ε = 1: its 1,437 training records split "
-        "across the teachers leave too few per teacher to outvote the noise (about .2 at "
+        "across the teachers leave too few per teacher to outvote the noise (about .3 at "
         "ε = 10). DP-MERF does about .8 here at ε = 1. Pick DP-MERF, or raise ε to see "
         "DataLens start to learn."),
     ("dpmerf", "digits"): (
