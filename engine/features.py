@@ -44,6 +44,22 @@ def rff(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.cos(proj), torch.sin(proj)], dim=1) * scale
 
 
+def rff_and_pixels(x: torch.Tensor, w: torch.Tensor, pixel_weight: float) -> torch.Tensor:
+    """[√(1−a)·φ(x); √a·x/√d]: the Gaussian kernel plus a linear kernel on pixels in [0,1].
+
+    The linear part makes the embedding carry each class's mean image directly, a strong,
+    low-noise signal. Norm² ≤ (1−a)·1 + a·‖x‖²/d ≤ 1 for pixels in [0, 1], so the
+    embedding's sensitivity stays 2/m. Pixels outside [0, 1] are clipped first, so the
+    bound holds for any input.
+    """
+    flat = x.flatten(1).clamp(0, 1)
+    phi = rff(flat, w)
+    if pixel_weight == 0:
+        return phi
+    return torch.cat([phi * math.sqrt(1 - pixel_weight),
+                      flat * math.sqrt(pixel_weight / flat.shape[1])], dim=1)
+
+
 def heterogeneous_features(x_num: torch.Tensor, x_cat: torch.Tensor | None,
                            w: torch.Tensor) -> torch.Tensor:
     """[φ(x_num); x_cat/√d_cat]: Gaussian kernel on numbers plus a normalised linear

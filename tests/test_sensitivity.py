@@ -124,3 +124,22 @@ def test_sensitivity_bound_is_attained():
     e1 = fx.labelled_embedding(fx.rff(x, w), y)
     e2 = fx.labelled_embedding(fx.rff(x2, w), y)
     assert abs(float((e1 - e2).norm()) - fx.EMBEDDING_SENSITIVITY / 4) < 1e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_neighbours(extreme, st.integers(0, 3), 10, 6, 4), seed=st.integers(0, 50),
+       a=st.sampled_from([0.0, 0.2, 0.5, 0.9]))
+def test_rff_plus_pixels_embedding_sensitivity(case, seed, a):
+    """The Gaussian + linear-pixel feature keeps norm ≤ 1 (pixels clipped to [0, 1]),
+    so its labelled embedding keeps sensitivity 2/m — even for out-of-range inputs."""
+    x, y, i, x_new, y_new = case
+    x2, y2 = x.copy(), y.copy()
+    x2[i], y2[i] = x_new, y_new
+    w = fx.draw_frequencies(6, 30, 1.0, generator=torch.Generator().manual_seed(seed))
+
+    def emb(xx, yy):
+        feats = fx.rff_and_pixels(torch.from_numpy(xx), w, a)
+        assert (feats.double().norm(dim=1) <= 1 + 1e-6).all()
+        return fx.labelled_embedding(feats, F.one_hot(torch.from_numpy(yy), 4).float())
+
+    assert (emb(x, y) - emb(x2, y2)).double().norm() <= fx.EMBEDDING_SENSITIVITY / len(x) + TOL
