@@ -112,6 +112,6 @@ def write_samples_png(path: Path, result: TrainResult, data: datasets.Dataset) -
         return
     frame = datasets.tabular_to_frame(result.x[:20], data.columns).round(3)
     header = list(frame.columns) + ["label"]
-    rows = [list(map(str, r)) + [data.class_names[l] if l >= 0 else ""]
-            for r, l in zip(frame.values.tolist(), result.y[:20])]
+    rows = [list(map(str, r)) + [data.class_names[lab] if lab >= 0 else ""]
+            for r, lab in zip(frame.values.tolist(), result.y[:20])]
     table_image(rows, header).save(path)
