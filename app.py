@@ -20,7 +20,7 @@ nav = st.navigation([
 ])
 
 with st.sidebar:
-    from pages.common import jobs, runs_root
+    from ui.common import jobs, runs_root
 
     active = jobs().active()
     st.caption(f"{len(active)} run(s) queued or training" if active else "No run training.")

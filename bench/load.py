@@ -1,7 +1,7 @@
 """Benchmark (not a test): N simultaneous browser-less sessions start tiny runs at once.
 
 Each "session" is a thread that does what the Playground does: submit a RunConfig to the
-one shared JobManager (as pages/common.jobs() hands out), then poll its snapshot every
+one shared JobManager (as ui/common.jobs() hands out), then poll its snapshot every
 0.25 s until it is terminal. Reports, for N = 1, 4, 16: queue wait (queued → running),
 time to completion, throughput, process memory (RSS now and peak), and whether any run
 was lost (every run must be FINISHED in the store with its metrics.json on disk).

@@ -10,7 +10,7 @@ import streamlit as st
 from engine import demos, privacy
 from engine.errors import InputError
 from engine.ui_state import DELTA_CHOICES
-from pages.common import line_figure, show_input_error
+from ui.common import line_figure, show_input_error
 
 st.title("Accountant")
 st.caption("How much noise buys how much privacy. Exact = autodp's analytic Gaussian "

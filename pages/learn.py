@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import demos
-from pages.common import line_figure
+from ui.common import line_figure
 
 st.title("Learn")
 

@@ -18,8 +18,8 @@ from engine.store import RunStatus
 from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
                              config_from_settings, epsilon_label, grid_scale, image_grid,
                              knobs)
-from pages import live_view
-from pages.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
+from ui import live_view
+from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                           method_title, options_key, session_tmp_dir, show_input_error)
 
 HINTS = {

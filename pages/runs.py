@@ -15,7 +15,7 @@ from engine.registry import available_methods
 from engine.store import RunStatus
 from engine.ui_state import (EPSILON_CHOICES, epsilon_label, format_epsilon,
                              privacy_utility, runs_rows)
-from pages.common import (PALETTE, REAL_NOTE, dataset_infos, jobs, line_figure,
+from ui.common import (PALETTE, REAL_NOTE, dataset_infos, jobs, line_figure,
                           method_title, show_input_error)
 
 st.title("Runs & Compare")

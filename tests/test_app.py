@@ -171,7 +171,7 @@ def test_sweep_queues_one_run_per_epsilon_and_seed(runs_root):
     at.number_input(key="sweep_seeds").set_value(2)
     at.get("form_submit_button")[0].click().run()
     assert not at.exception
-    from pages.common import _jobs_for
+    from ui.common import _jobs_for
 
     jm = _jobs_for(str(Path(runs_root).resolve()))
     rows = RunStore(runs_root, recover=False).list_runs()

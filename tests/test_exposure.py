@@ -103,14 +103,14 @@ REAL_VIEW = re.compile(r"x_train\[|y_train\[")
 
 def test_every_real_data_view_in_the_pages_is_labelled_real():
     """Grep: each page line that shows training records sits next to REAL_NOTE."""
-    for page in sorted((ROOT / "pages").glob("*.py")):
+    for page in sorted([*(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]):
         lines = page.read_text().splitlines()
         for i, line in enumerate(lines):
             if REAL_VIEW.search(line) and ("st.image" in line or "marginal_bins" in line
                                            or "st.dataframe" in line or "st.table" in line):
                 window = "\n".join(lines[max(0, i - 3): i + 12])
                 assert "REAL_NOTE" in window, f"{page.name}:{i + 1} shows real records unlabelled"
-    from pages.common import REAL_NOTE
+    from ui.common import REAL_NOTE
 
     assert "real" in REAL_NOTE and "not private" in REAL_NOTE
 

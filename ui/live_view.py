@@ -12,7 +12,7 @@ import streamlit as st
 
 from engine.store import RunStatus
 from engine.ui_state import format_epsilon, grid_scale, image_grid, marginal_bins
-from pages.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_from_key, options_key
+from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_from_key, options_key
 
 _BADGE = {"queued": ":orange-badge[queued]", "running": ":blue-badge[training]",
           "finished": ":green-badge[finished]", "failed": ":red-badge[failed]",

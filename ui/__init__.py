@@ -1,0 +1,1 @@
+"""Shared UI helpers for the pages (Streamlit widgets and cached handles); not pages."""
