@@ -45,6 +45,9 @@ class Params:
     batch_size: int = 500
     lr: float = 0.01
     lr_decay: bool = False  # cosine-anneal lr to 0 over the run (settles the last samples)
+    # Scale of z when drawing the released samples (not in training): below 1 trades
+    # diversity for typical samples, which downstream classifiers learn better from.
+    sample_temperature: float = 1.0
     latent: int = 5
     gen_hidden: int = 200  # image generator: FC width (official 200)
     gen_channels: tuple = (16, 8)  # image generator: conv channels (official 16, 8)
@@ -72,7 +75,8 @@ class Params:
         if name in ("fashion_mnist", "mnist"):
             # 240 steps of 500: LogReg plateaus by then (probes at 120–600 steps agree
             # within run-to-run noise); bf16 projection: same accuracy, 5× cheaper matmul.
-            return cls(epochs=2, projection="bfloat16")
+            # Temperature 0.5: LogReg .723 → .743, MLP .714 → .740 for the same generator.
+            return cls(epochs=2, projection="bfloat16", sample_temperature=0.5)
         if name in ("breast_cancer", "csv"):
             return cls(n_features=1_000, epochs=300, batch_size=200, latent=10,
                        labels="counts")
@@ -92,6 +96,8 @@ class Params:
             bad("batch_size", "an integer >= 2 (batch norm needs two samples)")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             bad("lr", "a number > 0")
+        if not (0 < self.sample_temperature <= 10 and math.isfinite(self.sample_temperature)):
+            bad("sample_temperature", "a number in (0, 10]")
         if not (isinstance(self.latent, int) and self.latent >= 1):
             bad("latent", "an integer >= 1")
         if not 0 <= self.pixel_weight < 1:
@@ -386,7 +392,7 @@ def _to_records(gen, data: Dataset, plan: _Plan, labels: torch.Tensor, params: P
         lab = labels[start:start + chunk].to(device)
         if len(lab) < 2:  # batch norm in training mode needs two rows
             lab = torch.cat([lab, lab])[: max(2, len(lab))]
-        z = torch.randn(len(lab), params.latent, device=device)
+        z = torch.randn(len(lab), params.latent, device=device) * params.sample_temperature
         onehot = F.one_hot(lab, n_classes).float() if labelled else None
         out = gen(z, onehot)
         if plan.kind == "image":

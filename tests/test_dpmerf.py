@@ -154,6 +154,7 @@ def test_privacy_preview_tracks_epsilon(digits):
     ({"labels": "some"}, "labels"), ({"accountant": "moments"}, "accountant"),
     ({"batch_size": 1}, "batch_size"), ({"length_scale": 0}, "length_scale"),
     ({"counts_share": 1.5}, "counts_share"), ({"upsample": "magic"}, "upsample"),
+    ({"sample_temperature": 0}, "sample_temperature"),
 ])
 def test_params_validation(digits, override, match):
     with pytest.raises(InputError, match=match):
@@ -165,3 +166,14 @@ def test_single_class_data_is_refused():
     data = Dataset("one", "image", x, np.zeros(30, np.int64), x, np.zeros(30, np.int64), ["a"], (1, 8, 8))
     with pytest.raises(InputError, match="two classes"):
         Params().validate(data)
+
+
+def test_sample_temperature_narrows_released_samples(digits):
+    """A low temperature draws z nearer 0: samples of a class vary less (post-processing)."""
+    def spread(temperature):
+        config = RunConfig(epsilon=math.inf, n_synthetic=500,
+                           params={**TINY_DPMERF, "sample_temperature": temperature})
+        _, result = run(config, digits)
+        return np.mean([result.x[result.y == c].std(0).mean() for c in range(10)])
+
+    assert spread(0.1) < 0.5 * spread(1.0)
