@@ -122,6 +122,11 @@ def _train(args, extra) -> int:
                 bar = tqdm(total=ev.total, desc=f"{config.method} on {config.dataset}", unit="step")
             bar.update(ev.step - bar.n)
             bar.set_postfix(loss=f"{ev.loss:.4g}", eps=f"{ev.epsilon_spent:.3g}")
+        elif ev.phase == "evaluate":
+            if bar is not None:
+                bar.close()
+                bar = None
+            print(f"{ev.message} ...", file=sys.stderr)
         elif ev.phase == "probe":
             tqdm.write(f"step {ev.step}: " + ", ".join(f"{k}={v:.3f}" for k, v in ev.metrics.items()),
                        file=sys.stderr)
@@ -129,8 +134,6 @@ def _train(args, extra) -> int:
             final = ev
     if bar is not None:
         bar.close()
-    if not args.no_eval:
-        print("evaluating on the real test split ...", file=sys.stderr)
     metrics = json.loads((Path(args.out) / "metrics.json").read_text())
     eps = metrics["epsilon_spent"]
     print(f"{final.phase}: epsilon spent {eps if isinstance(eps, str) else f'{eps:.4f}'} "

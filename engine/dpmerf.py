@@ -347,12 +347,12 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
             x = torch.cat([x, plan.x_cat], 1)
     y_train = torch.as_tensor(data.y_train)
     y_onehot = F.one_hot(y_train, n_classes).float() if labelled else torch.ones(m, 1)
-    w, d_num = plan.w.to(device), plan.x.shape[1]
+    d_num, has_cat = plan.x.shape[1], plan.x_cat is not None
 
-    def feature_fn(xb):
+    def feature_fn(xb):  # the same map the generator's samples go through
         if plan.kind == "image":
-            return fx.rff_and_pixels(xb, w, plan.pixel_weight)
-        return fx.heterogeneous_features(xb[:, :d_num], xb[:, d_num:] if plan.x_cat is not None else None, w)
+            return plan.features(xb)
+        return plan.features(xb[:, :d_num], xb[:, d_num:] if has_cat else None)
 
     emb = fx.chunked_embedding(x.to(device), y_onehot.to(device), feature_fn)
     emb = emb + gaussian_noise(emb.shape, sigma["mean embedding"], device=device)

@@ -13,8 +13,9 @@ class Event:
     """One progress report from a trainer.
 
     `phase` is "release" (a DP statistic was released), "train" (an optimisation step),
-    "probe" (a quick downstream accuracy), or "done" (the last event; it carries the
-    synthetic data and the privacy report in `result`).
+    "probe" (a quick downstream accuracy), "evaluate" (the runner starts the final
+    evaluation), or "done"/"cancelled" (the last event; it carries the synthetic data and
+    the privacy report in `result`).
     """
 
     phase: str

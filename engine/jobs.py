@@ -246,11 +246,13 @@ class JobManager:
         finally:
             if final is None:  # BaseException (e.g. interpreter exit): never success
                 final, message = RunStatus.FAILED, message or "aborted"
-            self._set(job, status=final, ended=time.time(), message=message)
+            # Store first, then the in-memory status: whoever sees a terminal snapshot
+            # (jm.wait, the pages) can rely on the store already saying the same.
             try:
                 self.store.finish(run_id, final, message=message, metrics=final_metrics)
             except Exception:  # a broken store must not kill the worker thread
                 traceback.print_exc()
+            self._set(job, status=final, ended=time.time(), message=message)
 
     def _on_event(self, job: _Job, ev) -> None:
         values: dict[str, float] = {}

@@ -62,6 +62,10 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     if full_eval and not cancelled:
         from engine.evaluate import full_evaluation
 
+        # Fitting the classifiers takes a while (minutes on 60k images): say so first.
+        yield Event("evaluate", last.step, last.total, result.privacy.get("epsilon_spent", math.inf),
+                    message="evaluating on the real test split")
+
         scores = full_evaluation(result.x, result.y, data, seed=config.seed, cnn=cnn_eval,
                                  device=str(device))
     metrics = {

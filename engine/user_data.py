@@ -63,14 +63,20 @@ def _name_list(value, option: str) -> list[str]:
     raise InputError(f"option {option!r} must be a list of column names. Got {value!r}.")
 
 
+def _existing_file(path, kind: str) -> Path:
+    """The user's file as a Path, or an InputError saying what is missing."""
+    if path is None:
+        raise InputError(f"dataset '{kind}' needs option path=<your .{kind} file>.")
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(f"{kind.upper()} file {str(p)!r} does not exist; check the path.")
+    return p
+
+
 def _read_csv(path):
     import pandas as pd
 
-    if path is None:
-        raise InputError("dataset 'csv' needs option path=<your .csv file>.")
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"CSV file {str(p)!r} does not exist; check the path.")
+    p = _existing_file(path, "csv")
     try:
         df = pd.read_csv(p, encoding="utf-8-sig")  # -sig: Excel writes a BOM
     except pd.errors.EmptyDataError:
@@ -187,11 +193,7 @@ def load_npz(seed: int = 0, path: str | None = None) -> Dataset:
     uint8 pixels are scaled by 1/255; float pixels must already lie in [0, 1]. The image
     shape and the label set are treated as public.
     """
-    if path is None:
-        raise InputError("dataset 'npz' needs option path=<your .npz file>.")
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"NPZ file {str(p)!r} does not exist; check the path.")
+    p = _existing_file(path, "npz")
     try:
         with np.load(p, allow_pickle=False) as z:
             names = list(z.files)

@@ -9,6 +9,13 @@ import streamlit as st
 from engine import demos
 from ui.common import line_figure
 
+
+
+def _demo_layout(fig: go.Figure, x_title: str, y_title: str, **extra) -> None:
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x_title,
+                      yaxis_title=y_title, legend=dict(orientation="h", y=-0.3), **extra)
+
+
 st.title("Learn")
 
 t1, t2, t3, t4 = st.tabs(["Differential privacy", "DP-MERF: random features",
@@ -34,9 +41,7 @@ with t1:
     fig.add_trace(go.Scatter(x=g["x"], y=g["q"], fill="tozeroy", mode="lines",
                              line=dict(color="#d97706"),
                              name=f"output on D′ (mean {g['mean_d2']:.3f})"))
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="released noisy mean", yaxis_title="density",
-                      legend=dict(orientation="h", y=-0.3))
+    _demo_layout(fig, "released noisy mean", "density")
     st.plotly_chart(fig, key="learn_gauss")
     st.caption(f"σ = {g['sigma']:.3f} (exact calibration, δ = 1e-5). The curves differ by "
                f"{g['tv_distance']:.0%} in total variation: at best an observer guesses "
@@ -84,9 +89,7 @@ with t3:
     fig.add_trace(go.Bar(x=idx, y=v["noisy"], name="with noise", opacity=0.7))
     fig.add_hline(y=v["threshold"], line_dash="dot")
     fig.add_hline(y=-v["threshold"], line_dash="dot", annotation_text="± β·teachers")
-    fig.update_layout(barmode="overlay", height=300, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="gradient coordinate", yaxis_title="votes",
-                      legend=dict(orientation="h", y=-0.3))
+    _demo_layout(fig, "gradient coordinate", "votes", barmode="overlay")
     st.plotly_chart(fig, key="learn_votes")
     st.caption(f"{v['n_released']} of 40 coordinates pass the threshold; "
                f"{v['n_agree']} of them point the same way as the true gradient. "
