@@ -75,8 +75,9 @@ class Params:
         if name in ("fashion_mnist", "mnist"):
             # 240 steps of 500: LogReg plateaus by then (probes at 120–600 steps agree
             # within run-to-run noise); bf16 projection: same accuracy, 5× cheaper matmul.
-            # Temperature 0.5: LogReg .723 → .743, MLP .714 → .740 for the same generator.
-            return cls(epochs=2, projection="bfloat16", sample_temperature=0.5)
+            # Temperature 0.4: chosen on held-out real *training* records, never on the
+            # test split (README, "What moved accuracy").
+            return cls(epochs=2, projection="bfloat16", sample_temperature=0.4)
         if name in ("breast_cancer", "csv"):
             return cls(n_features=1_000, epochs=300, batch_size=200, latent=10,
                        labels="counts")
@@ -385,13 +386,26 @@ def _as_tuple(out) -> tuple:
 @torch.no_grad()
 def _to_records(gen, data: Dataset, plan: _Plan, labels: torch.Tensor, params: Params,
                 device, labelled: bool, chunk: int = 2000) -> tuple[np.ndarray, np.ndarray]:
-    """Generate records in the dataset's own domain (images in [0,1]; tabular raw units)."""
+    """Generate records in the dataset's own domain (images in [0,1]; tabular raw units).
+
+    The generator samples in eval mode: batch norm uses its running statistics, so each
+    record depends only on its own z and label, and a low temperature really shrinks z
+    (in training mode batch norm would rescale it back).
+    """
+    was_training = gen.training
+    gen.eval()
+    try:
+        return _draw_records(gen, data, plan, labels, params, device, labelled, chunk)
+    finally:
+        gen.train(was_training)
+
+
+def _draw_records(gen, data, plan, labels, params, device, labelled, chunk):
+    """_to_records' body: chunks of z through the generator, mapped to the data's domain."""
     n_classes = data.n_classes
     xs = []
     for start in range(0, len(labels), chunk):
         lab = labels[start:start + chunk].to(device)
-        if len(lab) < 2:  # batch norm in training mode needs two rows
-            lab = torch.cat([lab, lab])[: max(2, len(lab))]
         z = torch.randn(len(lab), params.latent, device=device) * params.sample_temperature
         onehot = F.one_hot(lab, n_classes).float() if labelled else None
         out = gen(z, onehot)
@@ -409,6 +423,6 @@ def _to_records(gen, data: Dataset, plan: _Plan, labels: torch.Tensor, params: P
         if codes is not None:
             rec[:, cat_idx] = codes
         xs.append(rec)
-    x = np.concatenate(xs)[: len(labels)]
+    x = np.concatenate(xs)
     y = labels.cpu().numpy().astype(np.int64) if labelled else np.full(len(labels), -1, np.int64)
     return x.astype(np.float32) if plan.kind == "image" else x, y

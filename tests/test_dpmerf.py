@@ -177,3 +177,28 @@ def test_sample_temperature_narrows_released_samples(digits):
         return np.mean([result.x[result.y == c].std(0).mean() for c in range(10)])
 
     assert spread(0.1) < 0.5 * spread(1.0)
+
+
+def test_released_record_depends_only_on_its_own_z_and_label(digits):
+    """Sampling runs batch norm in eval mode: a record does not change with the other
+    records drawn beside it (in training mode batch statistics would mix them), and the
+    generator goes back to training mode afterwards."""
+    import torch
+
+    from engine.dpmerf import _to_records
+    from engine.generators import ConvCondGenerator
+
+    gen = ConvCondGenerator(digits.image_shape, 10, upsample="transposed")
+    gen(torch.randn(64, 5), torch.eye(10)[torch.arange(64) % 10])  # give BN running stats
+    plan = type("Plan", (), {"kind": "image"})()
+    params = Params(sample_temperature=0.4)
+
+    def first_record(labels):
+        torch.manual_seed(0)  # the same z for the first record in both draws
+        x, _ = _to_records(gen, digits, plan, torch.tensor(labels), params, "cpu", True)
+        return x[0]
+
+    alone_with_zeros = first_record([0] * 10)
+    among_all_classes = first_record(list(range(10)))
+    np.testing.assert_allclose(alone_with_zeros, among_all_classes, atol=1e-6)
+    assert gen.training
