@@ -17,7 +17,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench-dpmerf: $(STAMP)
-	$(PY) bench/dpmerf_fashion.py
+	$(PY) bench/dpmerf_fashion.py --seeds 0-9
 
 bench-datalens: $(STAMP)
 	$(PY) bench/datalens_fashion.py
