@@ -29,6 +29,7 @@ from engine.cli import _pairs
 from engine.config import RunConfig, parse_epsilon
 from engine.device import resolve_device
 from engine.dpmerf import train
+from engine.errors import InputError
 from engine.evaluate import fit_and_score
 
 
@@ -53,23 +54,24 @@ def main() -> None:
     ap.add_argument("--models", default="logreg,mlp", help="classifiers to fit, comma-separated")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
     args = ap.parse_args()
+    params = _pairs(args.param, "--param")  # bad knobs fail here, before any data loads
     if args.threads:
         torch.set_num_threads(args.threads)
     data = datasets.load("fashion_mnist")  # the official split: the seed does not change it
     device = resolve_device(args.device)
-    runs = [run_once(args, seed, data, device) for seed in parse_seeds(args.seeds)]
+    runs = [run_once(args, params, seed, data, device) for seed in parse_seeds(args.seeds)]
     out = runs[0] if len(runs) == 1 else {"runs": runs, "summary": summarise(runs, args.models)}
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
 
 
-def run_once(args, seed: int, data, device: torch.device) -> dict:
+def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:
     """One training run and its downstream scores; prints progress as it goes."""
     print(f"--- seed {seed}", flush=True)
     config = RunConfig(method="dpmerf", dataset="fashion_mnist", epsilon=parse_epsilon(args.epsilon),
                        delta=args.delta, seed=seed, n_synthetic=args.n_synthetic,
-                       params=_pairs(args.param, "--param")).validate()
+                       params=params).validate()
     t0 = time.perf_counter()
     release_s = None
     for ev in train(config, data, device):
@@ -118,4 +120,8 @@ def summarise(runs: list[dict], models: str) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except InputError as err:  # bad knob or dataset: one line, status 2, as the CLI does
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

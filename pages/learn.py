@@ -10,7 +10,6 @@ from engine import demos
 from ui.common import line_figure
 
 
-
 def _demo_layout(fig: go.Figure, x_title: str, y_title: str, **extra) -> None:
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x_title,
                       yaxis_title=y_title, legend=dict(orientation="h", y=-0.3), **extra)

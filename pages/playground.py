@@ -20,7 +20,7 @@ from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_p
                              knobs)
 from ui import live_view
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
-                          method_title, options_key, session_tmp_dir, show_input_error)
+                       method_title, options_key, session_tmp_dir, show_input_error)
 
 HINTS = {
     ("datalens", "digits"): (

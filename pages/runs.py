@@ -16,7 +16,7 @@ from engine.store import RunStatus
 from engine.ui_state import (EPSILON_CHOICES, epsilon_label, format_epsilon,
                              privacy_utility, runs_rows)
 from ui.common import (PALETTE, REAL_NOTE, dataset_infos, jobs, line_figure,
-                          method_title, show_input_error)
+                       method_title, show_input_error)
 
 st.title("Runs & Compare")
 jm = jobs()
