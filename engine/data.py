@@ -29,7 +29,7 @@ from engine.user_data import frame_to_tabular, load_csv, load_npz, tabular_to_fr
 
 # ----------------------------------------------------------------------------- bundled
 def load_digits(seed: int = 0) -> Dataset:
-    """scikit-learn's 8x8 digits (1,797 images), split 80/20 stratified; the embedded default."""
+    """scikit-learn's 8x8 digits (1,797 images), split 80/20 by position; the embedded default."""
     from sklearn.datasets import load_digits as _load
 
     bunch = _load()
@@ -65,7 +65,7 @@ def _descr_bounds(descr: str) -> dict[str, tuple[float, float]]:
 
 
 def load_breast_cancer(seed: int = 0) -> Dataset:
-    """Wisconsin breast cancer (569 records, 30 numeric columns), split 80/20 stratified.
+    """Wisconsin breast cancer (569 records, 30 numeric columns), split 80/20 by position.
 
     Bounds come from the public summary table shipped in sklearn's DESCR; if that text
     cannot be parsed every column gets bounds=None (released privately by the method).
@@ -235,8 +235,8 @@ _INFO = {  # name -> (kind, description)
     "fashion_mnist": ("image", "Fashion-MNIST 28x28 clothing, 60k train / 10k test, 10 classes"),
     "mnist": ("image", "MNIST 28x28 handwritten digits, 60k train / 10k test, 10 classes"),
     "breast_cancer": ("tabular", "Wisconsin breast cancer, 569 records, 30 numeric columns"),
-    "csv": ("tabular", "your own CSV (options: path, label, categorical, numeric, bounds)"),
-    "npz": ("image", "your own images as .npz with arrays x and y (option: path)"),
+    "csv": ("tabular", "your own CSV (options: path, label, categorical, numeric, bounds, categories, classes)"),
+    "npz": ("image", "your own images as .npz with arrays x and y (options: path, classes)"),
 }
 
 
