@@ -24,7 +24,7 @@ from engine.data import Dataset
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
-from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, gaussian_noise
+from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, delta_warning, gaussian_noise
 
 TITLE = "DP-MERF"
 
@@ -236,10 +236,14 @@ def privacy_preview(config: RunConfig, data: Dataset) -> dict:
     params = make_params("dpmerf", data, config.params)
     report, _ = _calibrate(config, data, params)
     emb = report["releases"][-1]
-    return {"noise multiplier (sigma)": emb["noise_multiplier"],
-            "noise std per embedding entry": emb["sigma"],
-            "releases": ", ".join(r["name"] for r in report["releases"]),
-            "accountant": report["accountant"]}
+    out = {"noise multiplier (sigma)": emb["noise_multiplier"],
+           "noise std per embedding entry": emb["sigma"],
+           "releases": ", ".join(r["name"] for r in report["releases"]),
+           "accountant": report["accountant"]}
+    warning = delta_warning(config.delta, data.n_train) if config.private else None
+    if warning:
+        out["warning"] = warning
+    return out
 
 
 # ---------------------------------------------------------------------- training
