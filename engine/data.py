@@ -22,12 +22,15 @@ from pathlib import Path
 import numpy as np
 
 # Re-exported: callers use engine.data as the one place for datasets.
-from engine.dataset import MAX_CATEGORIES, MIN_RECORDS, Column, Dataset, split_train_test  # noqa: F401
+from engine.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column,  # noqa: F401
+                            Dataset, split_train_test)
 from engine.errors import InputError
 from engine.user_data import frame_to_tabular, load_csv, load_npz, tabular_to_frame  # noqa: F401
 
 
 # ----------------------------------------------------------------------------- bundled
+# The bundled sets are public, but the workshop treats them as stand-ins for private data,
+# so they get the same value-independent split as the user's files (POSITIONAL_SPLIT).
 def load_digits(seed: int = 0) -> Dataset:
     """scikit-learn's 8x8 digits (1,797 images), split 80/20 by position; the embedded default."""
     from sklearn.datasets import load_digits as _load
@@ -36,7 +39,8 @@ def load_digits(seed: int = 0) -> Dataset:
     x = (bunch.images / 16.0).astype(np.float32)[:, None, :, :]  # pixels 0..16 -> [0, 1]
     y = bunch.target.astype(np.int64)
     xtr, xte, ytr, yte = split_train_test(x, y, seed)
-    return Dataset("digits", "image", xtr, ytr, xte, yte, [str(i) for i in range(10)], (1, 8, 8))
+    return Dataset("digits", "image", xtr, ytr, xte, yte, [str(i) for i in range(10)], (1, 8, 8),
+                   notes={"split": POSITIONAL_SPLIT})
 
 
 _DESCR_ROW = re.compile(r"^([a-z ]+) \((mean|standard error|worst)\):\s+(\S+)\s+(\S+)\s*$")
@@ -84,7 +88,8 @@ def load_breast_cancer(seed: int = 0) -> Dataset:
     x, y = bunch.data.astype(np.float64), bunch.target.astype(np.int64)
     xtr, xte, ytr, yte = split_train_test(x, y, seed)
     notes = {"bounds": "public metadata (sklearn DESCR summary table)" if parsed
-             else "DESCR table not parsed; bounds must be released privately"}
+             else "DESCR table not parsed; bounds must be released privately",
+             "split": POSITIONAL_SPLIT}
     return Dataset("breast_cancer", "tabular", xtr, ytr, xte, yte,
                    [str(t) for t in bunch.target_names], columns=columns, notes=notes)
 

@@ -16,6 +16,7 @@ import numpy as np
 
 MIN_RECORDS = 20  # below this an 80/20 split leaves nothing to learn or to test on
 MAX_CATEGORIES = 1000  # more than this is an identifier or free text, not a category
+POSITIONAL_SPLIT = "80/20 by record position (seeded permutation), independent of the values"
 
 
 @dataclass

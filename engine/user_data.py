@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.dataset import MAX_CATEGORIES, MIN_RECORDS, Column, Dataset, split_indices
+from engine.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column, Dataset,
+                            split_indices)
 from engine.errors import InputError
 
 
@@ -260,7 +261,7 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     from_file = [n for n in cat_cols if n not in public_cats]
     notes = {
         "source": str(p), "label": label,
-        "split": "80/20 by record position (seeded permutation), independent of the values",
+        "split": POSITIONAL_SPLIT,
         "category_domain": _domain_note(cat_cols, from_file, bool(public_classes)),
         "column_kinds": "given by the user (categorical=/numeric=/categories=) where set; "
                         "other columns: numeric when the training records hold > 10 distinct "
@@ -381,7 +382,7 @@ def load_npz(seed: int = 0, path: str | None = None, classes=None) -> Dataset:
                          f"{int(y[train][codes[train] < 0][0])}; add them to classes=.")
     test = test[codes[test] >= 0]
     notes = {"source": str(p),
-             "split": "80/20 by record position (seeded permutation), independent of the values",
+             "split": POSITIONAL_SPLIT,
              "category_domain": "class labels were given by the user and are treated as public"
              if given else "class labels were read from the training records: NOT private "
                            "(give them with classes= to avoid this)"}
