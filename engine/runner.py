@@ -77,14 +77,15 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     """Run `config`, yield every trainer Event, write the artifacts, and finish with a
     "done" (or "cancelled") Event whose metrics hold the final evaluation.
 
-    metrics.json says "running" from the start and "interrupted" if the run dies (an
-    exception, Ctrl-C, the consumer closing this generator) before it finishes, so a
-    folder never shows metrics of a run other than the one that wrote config.json."""
+    An older metrics.json in `out_dir` is removed before config.json is written, and a run
+    that dies (an exception, Ctrl-C, the consumer closing this generator) writes one that
+    says "interrupted"; after a hard kill there is none. So a folder never shows metrics
+    of a run other than the one that wrote its config.json."""
     method, data, device = prepared or prepare(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.json").unlink(missing_ok=True)
     (out / "config.json").write_text(config.to_json())
-    _write_metrics(out, {"status": "running", "method": config.method, "dataset": config.dataset})
     try:
         metrics, last, result = yield from _run(config, method, data, device, out, stop,
                                                 full_eval, cnn_eval)

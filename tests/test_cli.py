@@ -129,9 +129,11 @@ def test_runner_marks_a_crash_and_an_abandoned_run_interrupted(tmp_path, monkeyp
         list(execute(cfg, tmp_path / "a", full_eval=False))
     assert json.loads((tmp_path / "a" / "metrics.json").read_text())["status"] == "interrupted"
     monkeypatch.undo()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "metrics.json").write_text('{"status": "finished"}')  # an older run's
     events = execute(cfg, tmp_path / "b", full_eval=False)
     next(events)
-    assert json.loads((tmp_path / "b" / "metrics.json").read_text())["status"] == "running"
+    assert not (tmp_path / "b" / "metrics.json").exists()  # gone as the new run starts
     events.close()  # the consumer walks away mid-run
     assert json.loads((tmp_path / "b" / "metrics.json").read_text())["status"] == "interrupted"
 
