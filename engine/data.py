@@ -4,7 +4,7 @@
 Bundled sets (digits, breast_cancer) come with scikit-learn; Fashion-MNIST and MNIST are
 read from idx files (the Debian package, a torchvision root, or $DPSYNTH_DATA_DIR) and
 downloaded only when none is found and a network is reachable; a user's CSV or NPZ is
-handled by engine.user_data. Loaders never compute bounds from the private records.
+handled by engine.user_data and engine.user_npz. Loaders never compute bounds from the private records.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import numpy as np
 from engine.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column,  # noqa: F401
                             Dataset, split_train_test)
 from engine.errors import InputError
-from engine.user_data import frame_to_tabular, load_csv, load_npz, tabular_to_frame  # noqa: F401
+from engine.user_data import frame_to_tabular, load_csv, tabular_to_frame  # noqa: F401
+from engine.user_npz import load_npz
 
 
 # ----------------------------------------------------------------------------- bundled
