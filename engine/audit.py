@@ -13,11 +13,9 @@ Clopper–Pearson upper bounds (each at level α/2, so both hold together with p
 ≥ 1 − α). The result is a (1 − α)-confidence lower bound: if it exceeds the claimed ε,
 the implementation does not meet its claim (wrong σ, wrong sensitivity, ...).
 
-The releases below are built from the engine's own pieces — `engine.features`,
-`engine.dpmerf._releases`, `engine.privacy.calibrate_releases`/`gaussian_noise`,
-`engine.datalens.partition`/`topk_sto_sign`/`top_agg` — so a bug in any of them shows up
-here. Trials are vectorised (one noise draw of shape (trials, ...)). No privacy claim is
-made by this module; it only tests the claims of the others.
+The releases themselves, run through the engine's own code with planted bugs caught, are
+in engine/audit_releases.py (`RELEASES`). No privacy claim is made by these modules;
+they only test the claims of the others.
 """
 
 from __future__ import annotations
@@ -26,11 +24,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
-from engine import features as fx
 from engine import privacy
+from engine.audit_releases import RELEASES
 
 # ------------------------------------------------------------------ pure statistics
 
@@ -113,119 +109,17 @@ def audit_scores(s0, s1, *, delta: float, claimed_epsilon: float, name: str = ""
                        fp / len(ev0), fn / len(ev1), len(s0))
 
 
-# --------------------------------------------------------------- the audited releases
-
-
-def _project(out: torch.Tensor, mean0: torch.Tensor, mean1: torch.Tensor) -> np.ndarray:
-    """Score = projection of each trial's output on the unit direction mean1 − mean0."""
-    u = (mean1 - mean0).double().flatten()
-    u = u / u.norm()
-    return ((out.double().flatten(1) - mean0.double().flatten()) @ u).numpy()
-
-
-def dpmerf_embedding_scores(trials: int, *, epsilon: float, delta: float, m: int = 20,
-                            n_features: int = 16, n_classes: int = 2,
-                            noise_scale: float = 1.0, seed: int = 0):
-    """The DP-MERF labelled mean-embedding release on a worst-case neighbouring pair.
-
-    Frequencies are odd multiples of π, so φ(1) = −φ(0) exactly (public frequencies may be
-    anything; DP must hold for all of them): replacing a class-0 record x = 0 by x' = 1 moves
-    the embedding by exactly 2/m, the stated sensitivity. σ comes from the real release
-    plan (`dpmerf._releases` + `calibrate_releases`); `noise_scale` tampers with it.
-    Returns (scores on D0, scores on D1, claimed ε of the release).
-    """
-    from engine import dpmerf
-
-    gen = torch.Generator().manual_seed(seed)
-    w = math.pi * (2 * torch.randint(-3, 4, (1, n_features // 2), generator=gen) + 1).float()
-    x0 = torch.zeros(m, 1)
-    y = torch.arange(m) % n_classes
-    x1 = x0.clone()
-    x1[0] = 1.0  # record 0 (class 0) replaced by its opposite in feature space
-    onehot = F.one_hot(y, n_classes).float()
-    emb0 = fx.chunked_embedding(x0, onehot, lambda b: fx.rff(b, w))
-    emb1 = fx.chunked_embedding(x1, onehot, lambda b: fx.rff(b, w))
-    plan = dpmerf._releases(dpmerf.Params(labels="balanced"), m, heterogeneous=False,
-                            n_private_bounds=0)
-    report = privacy.calibrate_releases(epsilon=epsilon, delta=delta, releases=plan)
-    sigma = report["releases"][-1]["sigma"] * noise_scale
-    out0 = emb0 + privacy.gaussian_noise((trials, *emb0.shape), sigma, dtype=torch.float64)
-    out1 = emb1 + privacy.gaussian_noise((trials, *emb1.shape), sigma, dtype=torch.float64)
-    return _project(out0, emb0, emb1), _project(out1, emb0, emb1), report["epsilon_spent"]
-
-
-def class_counts_scores(trials: int, *, epsilon: float, delta: float, m: int = 30,
-                        n_classes: int = 3, noise_scale: float = 1.0):
-    """The class-counts release (as DP-MERF's labels="counts" mode does it) on a pair that
-    moves one record from class 0 to class 1 (change √2, the stated sensitivity)."""
-    y0 = torch.arange(m) % n_classes
-    y1 = y0.clone()
-    y1[0] = 1  # record 0 was class 0
-    c0 = torch.bincount(y0, minlength=n_classes).double()
-    c1 = torch.bincount(y1, minlength=n_classes).double()
-    report = privacy.calibrate_releases(
-        epsilon=epsilon, delta=delta,
-        releases=[privacy.Release("class counts", fx.COUNTS_SENSITIVITY)])
-    sigma = report["releases"][0]["sigma"] * noise_scale
-    out0 = c0 + privacy.gaussian_noise((trials, n_classes), sigma, dtype=torch.float64)
-    out1 = c1 + privacy.gaussian_noise((trials, n_classes), sigma, dtype=torch.float64)
-    return _project(out0, c0, c1), _project(out1, c0, c1), report["epsilon_spent"]
-
-
-def datalens_votes(records: torch.Tensor, parts: np.ndarray, top_k: int) -> torch.Tensor:
-    """Each teacher's vote: topk_sto_sign of the sum of its partition's records (a stand-in
-    for its gradient; c = 1 and |g| ≥ 1 make every vote deterministic)."""
-    from engine import datalens
-
-    grads = records[torch.as_tensor(parts)].sum(1)  # (teachers, d)
-    return datalens.topk_sto_sign(grads, top_k, 1.0)
-
-
-def datalens_scores(trials: int, *, epsilon: float, delta: float, teachers: int = 10,
-                    per_teacher: int = 3, top_k: int = 16, beta: float = 0.5,
-                    noise_scale: float = 1.0, partition_fn=None, seed: int = 0):
-    """DataLens: one synthetic record's aggregated vote (top_agg) on a worst-case pair.
-
-    Records live in d = 2k dims. Every record is 1 on the last k coordinates; the target
-    record is instead +M on the first k (D0) or −M (D1), so its teacher's k votes flip sign
-    (change 2√k, the stated sensitivity) and the other teachers vote elsewhere. The real
-    `partition` decides which teacher holds it (`partition_fn` can tamper with that).
-    σ = z·2√k with z calibrated for the claimed ε of one release (`datalens_epsilon`).
-    """
-    from engine import datalens
-
-    part = partition_fn or datalens.partition
-    n = teachers * per_teacher
-    parts = part(n, teachers, seed, per_teacher)
-    d = 2 * top_k
-    base = torch.zeros(n, d)
-    base[:, top_k:] = 1.0
-    target = int(parts[0, 0])
-    big = float(n + 1)  # larger than any teacher's sum elsewhere, so top-k picks these
-    r0, r1 = base.clone(), base.clone()
-    r0[target, :top_k], r0[target, top_k:] = big, 0.0
-    r1[target, :top_k], r1[target, top_k:] = -big, 0.0
-    v0, v1 = datalens_votes(r0, parts, top_k), datalens_votes(r1, parts, top_k)
-    z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta)
-    sigma = z * 2 * math.sqrt(top_k)
-    claimed = privacy.datalens_epsilon(steps=1, top_k=top_k, sigma=sigma, batch=1, delta=delta)
-    sigma *= noise_scale
-    out0 = datalens.top_agg(v0[:, None, :].expand(-1, trials, -1), sigma, beta)
-    out1 = datalens.top_agg(v1[:, None, :].expand(-1, trials, -1), sigma, beta)
-    mean0 = v0.sum(0, dtype=torch.float32)
-    mean1 = v1.sum(0, dtype=torch.float32)
-    return _project(out0, mean0, mean1), _project(out1, mean0, mean1), claimed
-
-
-RELEASES = {
-    "DP-MERF mean embedding": dpmerf_embedding_scores,
-    "class counts": class_counts_scores,
-    "DataLens top_agg votes": datalens_scores,
-}
-
-
 def run_audit(name: str, trials: int, *, epsilon: float, delta: float,
-              confidence: float = 0.95, **kw) -> AuditResult:
-    s0, s1, claimed = RELEASES[name](trials, epsilon=epsilon, delta=delta, **kw)
-    return audit_scores(s0, s1, delta=delta, claimed_epsilon=claimed, name=name,
+              audit_delta: float | None = None, confidence: float = 0.95, **kw) -> AuditResult:
+    """Audit release `name` configured for (epsilon, delta).
+
+    Every release claims to be no more revealing than one Gaussian mechanism of some
+    multiplier z, i.e. (ε(z, δ'), δ') for EVERY δ' (its privacy profile). The bound is
+    checked at `audit_delta` (default: delta): a δ' near 1/trials lets the trials resolve
+    the claim, so a near-tight audit (and a small planted bug) becomes visible.
+    """
+    s0, s1, z = RELEASES[name](trials, epsilon=epsilon, delta=delta, **kw)
+    at = delta if audit_delta is None else audit_delta
+    claimed = privacy.epsilon_for(z, delta=at)
+    return audit_scores(s0, s1, delta=at, claimed_epsilon=claimed, name=name,
                         confidence=confidence)

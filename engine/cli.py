@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from engine.errors import InputError
@@ -67,6 +68,8 @@ def build_parser() -> _Parser:
     t.add_argument("--device", default="auto")
     t.add_argument("--n-synthetic", type=int, default=None)
     t.add_argument("--out", required=True, help="folder for config/metrics/synthetic/samples")
+    t.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in --out (its artifacts are deleted first)")
     t.add_argument("--param", action="append", default=[], help="method knob name=value")
     t.add_argument("--data-option", action="append", default=[],
                    help="dataset option name=value (csv: path, label, categorical, ...)")
@@ -86,7 +89,7 @@ def _config_from(args, extra):
     try:
         delta = float(args.delta)
     except ValueError:
-        raise InputError(f"delta must be a number in (0, 1), e.g. 1e-5. Got {args.delta!r}.") from None
+        raise InputError(f"delta must be a number in (0, 0.1], e.g. 1e-5. Got {args.delta!r}.") from None
     options = _pairs(args.data_option, "--data-option")
     dataset = args.dataset
     if args.csv:
@@ -105,33 +108,40 @@ def _config_from(args, extra):
 def _train(args, extra) -> int:
     from tqdm import tqdm
 
-    from engine.runner import execute, prepare
+    from engine.runner import claim_out_dir, execute, prepare, warnings_for
 
     config = _config_from(args, extra)
     prepared = prepare(config)  # all input checks happen before any file is written
+    claim_out_dir(args.out, overwrite=args.overwrite)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
+    for warning in warnings_for(config, prepared[1]):
+        print(f"warning: {warning}", file=sys.stderr)
     bar = None
     final = None
-    for ev in execute(config, args.out, full_eval=not args.no_eval, cnn_eval=args.cnn,
-                      prepared=prepared):
-        if ev.phase == "release":
-            tqdm.write(f"privacy: {ev.message}; epsilon spent {ev.epsilon_spent:.4g}", file=sys.stderr)
-        elif ev.phase == "train":
-            if bar is None:
-                bar = tqdm(total=ev.total, desc=f"{config.method} on {config.dataset}", unit="step")
-            bar.update(ev.step - bar.n)
-            bar.set_postfix(loss=f"{ev.loss:.4g}", eps=f"{ev.epsilon_spent:.3g}")
-        elif ev.phase == "evaluate":
-            if bar is not None:
-                bar.close()
-                bar = None
-            print(f"{ev.message} ...", file=sys.stderr)
-        elif ev.phase == "probe":
-            tqdm.write(f"step {ev.step}: " + ", ".join(f"{k}={v:.3f}" for k, v in ev.metrics.items()),
-                       file=sys.stderr)
-        else:
-            final = ev
+    # closing(): on Ctrl-C the run is closed at once, so metrics.json says "interrupted".
+    with closing(execute(config, args.out, full_eval=not args.no_eval, cnn_eval=args.cnn,
+                         prepared=prepared)) as events:
+        for ev in events:
+            if ev.phase == "release":
+                tqdm.write(f"privacy: {ev.message}; epsilon spent {ev.epsilon_spent:.4g}",
+                           file=sys.stderr)
+            elif ev.phase == "train":
+                if bar is None:
+                    bar = tqdm(total=ev.total, desc=f"{config.method} on {config.dataset}",
+                               unit="step")
+                bar.update(ev.step - bar.n)
+                bar.set_postfix(loss=f"{ev.loss:.4g}", eps=f"{ev.epsilon_spent:.3g}")
+            elif ev.phase == "evaluate":
+                if bar is not None:
+                    bar.close()
+                    bar = None
+                print(f"{ev.message} ...", file=sys.stderr)
+            elif ev.phase == "probe":
+                tqdm.write(f"step {ev.step}: " + ", ".join(f"{k}={v:.3f}" for k, v in
+                                                           ev.metrics.items()), file=sys.stderr)
+            else:
+                final = ev
     if bar is not None:
         bar.close()
     metrics = json.loads((Path(args.out) / "metrics.json").read_text())
@@ -139,6 +149,8 @@ def _train(args, extra) -> int:
     print(f"{final.phase}: epsilon spent {eps if isinstance(eps, str) else f'{eps:.4f}'} "
           f"(delta {config.delta:g}, {metrics['accountant']}); "
           f"{metrics['seconds']['train']:.1f}s training")
+    if metrics["accuracy"]:
+        print("accuracy on the real test split (NOT private: measured on real records):")
     for key, val in metrics["accuracy"].items():
         if isinstance(val, float):
             print(f"  {key:28s} {val:.4f}")

@@ -14,6 +14,12 @@ from typing import Any
 
 from engine.errors import InputError
 
+# δ above this is no guarantee at all: the mechanism may fail outright that often.
+DELTA_MAX = 0.1
+# Finite ε outside this range is refused: below it no data set can carry the noise, above
+# it the guarantee is meaningless (e^1000) and autodp's root finder cannot calibrate it.
+EPSILON_MIN, EPSILON_MAX = 1e-3, 1e3
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -39,14 +45,13 @@ class RunConfig:
 
     def validate(self) -> "RunConfig":
         """Check the values that every method shares; raise InputError with the fix."""
-        eps = self.epsilon
-        if not isinstance(eps, (int, float)) or math.isnan(eps) or eps <= 0:
-            raise InputError(
-                f"epsilon must be a number > 0 (or inf for a non-private run). Got {eps!r}."
-            )
+        if not isinstance(self.epsilon, (int, float)):
+            raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {self.epsilon!r}.")
+        parse_epsilon(self.epsilon)
         d = self.delta
-        if not isinstance(d, (int, float)) or math.isnan(d) or not 0 < d < 1:
-            raise InputError(f"delta must be a number in (0, 1), e.g. 1e-5. Got {d!r}.")
+        if not isinstance(d, (int, float)) or math.isnan(d) or not 0 < d <= DELTA_MAX:
+            raise InputError(f"delta must be a number in (0, {DELTA_MAX:g}], e.g. 1e-5 (larger "
+                             f"delta is no guarantee). Got {d!r}.")
         if self.n_synthetic is not None and int(self.n_synthetic) < 1:
             raise InputError(f"n_synthetic must be at least 1. Got {self.n_synthetic!r}.")
         return self
@@ -71,8 +76,15 @@ def parse_epsilon(value: Any) -> float:
     """Turn user input ('1', 1.5, 'inf') into a float; raise InputError on anything else."""
     try:
         eps = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.") from None
-    if math.isnan(eps) or eps <= 0:
+    overflow = math.isinf(eps) and isinstance(value, str) and \
+        value.strip().lower().lstrip("+") not in ("inf", "infinity")
+    if math.isnan(eps) or eps <= 0 or overflow:  # '1e400' is not a request for no privacy
         raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.")
+    if math.isfinite(eps) and not EPSILON_MIN <= eps <= EPSILON_MAX:
+        raise InputError(f"epsilon must be between {EPSILON_MIN:g} and {EPSILON_MAX:g}, or 'inf' "
+                         f"for a non-private run (beyond {EPSILON_MAX:g} the guarantee means "
+                         f"nothing; below {EPSILON_MIN:g} no data can carry the noise). "
+                         f"Got {value!r}.")
     return eps

@@ -4,7 +4,7 @@
 Bundled sets (digits, breast_cancer) come with scikit-learn; Fashion-MNIST and MNIST are
 read from idx files (the Debian package, a torchvision root, or $DPSYNTH_DATA_DIR) and
 downloaded only when none is found and a network is reachable; a user's CSV or NPZ is
-handled by engine.user_data. Loaders never compute bounds from the private records.
+handled by engine.user_data and engine.user_npz. Loaders never compute bounds from the private records.
 """
 
 from __future__ import annotations
@@ -22,21 +22,26 @@ from pathlib import Path
 import numpy as np
 
 # Re-exported: callers use engine.data as the one place for datasets.
-from engine.dataset import MAX_CATEGORIES, MIN_RECORDS, Column, Dataset, split_train_test  # noqa: F401
+from engine.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column,  # noqa: F401
+                            Dataset, split_train_test)
 from engine.errors import InputError
-from engine.user_data import frame_to_tabular, load_csv, load_npz, tabular_to_frame  # noqa: F401
+from engine.user_data import frame_to_tabular, load_csv, tabular_to_frame  # noqa: F401
+from engine.user_npz import load_npz
 
 
 # ----------------------------------------------------------------------------- bundled
+# The bundled sets are public, but the workshop treats them as stand-ins for private data,
+# so they get the same value-independent split as the user's files (POSITIONAL_SPLIT).
 def load_digits(seed: int = 0) -> Dataset:
-    """scikit-learn's 8x8 digits (1,797 images), split 80/20 stratified; the embedded default."""
+    """scikit-learn's 8x8 digits (1,797 images), split 80/20 by position; the embedded default."""
     from sklearn.datasets import load_digits as _load
 
     bunch = _load()
     x = (bunch.images / 16.0).astype(np.float32)[:, None, :, :]  # pixels 0..16 -> [0, 1]
     y = bunch.target.astype(np.int64)
     xtr, xte, ytr, yte = split_train_test(x, y, seed)
-    return Dataset("digits", "image", xtr, ytr, xte, yte, [str(i) for i in range(10)], (1, 8, 8))
+    return Dataset("digits", "image", xtr, ytr, xte, yte, [str(i) for i in range(10)], (1, 8, 8),
+                   notes={"split": POSITIONAL_SPLIT})
 
 
 _DESCR_ROW = re.compile(r"^([a-z ]+) \((mean|standard error|worst)\):\s+(\S+)\s+(\S+)\s*$")
@@ -65,7 +70,7 @@ def _descr_bounds(descr: str) -> dict[str, tuple[float, float]]:
 
 
 def load_breast_cancer(seed: int = 0) -> Dataset:
-    """Wisconsin breast cancer (569 records, 30 numeric columns), split 80/20 stratified.
+    """Wisconsin breast cancer (569 records, 30 numeric columns), split 80/20 by position.
 
     Bounds come from the public summary table shipped in sklearn's DESCR; if that text
     cannot be parsed every column gets bounds=None (released privately by the method).
@@ -84,7 +89,8 @@ def load_breast_cancer(seed: int = 0) -> Dataset:
     x, y = bunch.data.astype(np.float64), bunch.target.astype(np.int64)
     xtr, xte, ytr, yte = split_train_test(x, y, seed)
     notes = {"bounds": "public metadata (sklearn DESCR summary table)" if parsed
-             else "DESCR table not parsed; bounds must be released privately"}
+             else "DESCR table not parsed; bounds must be released privately",
+             "split": POSITIONAL_SPLIT}
     return Dataset("breast_cancer", "tabular", xtr, ytr, xte, yte,
                    [str(t) for t in bunch.target_names], columns=columns, notes=notes)
 
@@ -235,8 +241,8 @@ _INFO = {  # name -> (kind, description)
     "fashion_mnist": ("image", "Fashion-MNIST 28x28 clothing, 60k train / 10k test, 10 classes"),
     "mnist": ("image", "MNIST 28x28 handwritten digits, 60k train / 10k test, 10 classes"),
     "breast_cancer": ("tabular", "Wisconsin breast cancer, 569 records, 30 numeric columns"),
-    "csv": ("tabular", "your own CSV (options: path, label, categorical, numeric, bounds)"),
-    "npz": ("image", "your own images as .npz with arrays x and y (option: path)"),
+    "csv": ("tabular", "your own CSV (options: path, label, categorical, numeric, bounds, categories, classes)"),
+    "npz": ("image", "your own images as .npz with arrays x and y (options: path, classes)"),
 }
 
 

@@ -9,12 +9,14 @@ it came from in `Column.bounds_source` / `Dataset.notes`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 MIN_RECORDS = 20  # below this an 80/20 split leaves nothing to learn or to test on
 MAX_CATEGORIES = 1000  # more than this is an identifier or free text, not a category
+POSITIONAL_SPLIT = "80/20 by record position (seeded permutation), independent of the values"
 
 
 @dataclass
@@ -50,12 +52,21 @@ class Dataset:
         return len(self.y_train)
 
 
+def split_indices(n: int, seed: int, test_size: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    """(train positions, test positions): a seeded permutation of 0..n-1, cut 80/20.
+
+    Privacy: the split looks at record *positions* only, never at their values, so two
+    files that differ in one record (replace-one) get the same positions in training and
+    in test, and their training sets differ in that one record at most. A stratified
+    split would not: one changed label moves other records between the parts. The test
+    part holds ceil(n·test_size) records (as scikit-learn's split).
+    """
+    perm = np.random.default_rng(seed).permutation(n)
+    n_test = math.ceil(n * test_size)
+    return perm[n_test:], perm[:n_test]
+
+
 def split_train_test(x, y, seed: int, test_size: float = 0.2):
-    """80/20 split, stratified when every class has enough records, else plain random."""
-    from sklearn.model_selection import train_test_split
-
-    try:
-        return train_test_split(x, y, test_size=test_size, random_state=seed, stratify=y)
-    except ValueError:  # a class with a single record cannot be stratified
-        return train_test_split(x, y, test_size=test_size, random_state=seed)
-
+    """x_train, x_test, y_train, y_test by `split_indices` (values never consulted)."""
+    train, test = split_indices(len(y), seed, test_size)
+    return x[train], x[test], y[train], y[test]

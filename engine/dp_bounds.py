@@ -38,10 +38,15 @@ def bucket_counts(x_num: np.ndarray) -> np.ndarray:
     return counts
 
 
+def noisy_histogram(x_num: np.ndarray, *, noise_std: float) -> np.ndarray:
+    """The DP release itself: bucket counts + N(0, noise_std²), sensitivity `sensitivity`."""
+    counts = bucket_counts(x_num)
+    return counts + gaussian_noise(counts.shape, noise_std, dtype=torch.float64).numpy()
+
+
 def release_bounds(x_num: np.ndarray, *, noise_std: float) -> list[tuple[float, float]]:
     """Noisy bucket histogram → per-column (lo, hi). `noise_std` = z · sensitivity."""
-    counts = bucket_counts(x_num)
-    noisy = counts + gaussian_noise(counts.shape, noise_std, dtype=torch.float64).numpy()
+    noisy = noisy_histogram(x_num, noise_std=noise_std)
     # Keep buckets clearly above the noise floor; otherwise the single heaviest one.
     threshold = max(3.0 * noise_std, 1.0)
     bounds = []

@@ -24,7 +24,7 @@ from engine.data import Dataset
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
-from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, gaussian_noise
+from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, delta_warning, gaussian_noise
 
 TITLE = "DP-MERF"
 
@@ -221,18 +221,29 @@ def _release_plan(data: Dataset, params: Params) -> list[Release]:
     return _releases(params, data.n_train, heterogeneous=bool(cat), n_private_bounds=private)
 
 
+def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[dict, dict]:
+    """(privacy report, {release name: noise std}) for this run's releases; the one place
+    training, the preview and engine/audit.py get their sigmas from."""
+    report = calibrate_releases(epsilon=config.epsilon, delta=config.delta,
+                                releases=_release_plan(data, params), accountant=params.accountant)
+    return report, {r["name"]: r["sigma"] for r in report["releases"]}
+
+
 def privacy_preview(config: RunConfig, data: Dataset) -> dict:
     """Derived figures for the UI before training: the noise each release will get."""
     from engine.registry import make_params
 
     params = make_params("dpmerf", data, config.params)
-    report = calibrate_releases(epsilon=config.epsilon, delta=config.delta,
-                                releases=_release_plan(data, params), accountant=params.accountant)
+    report, _ = _calibrate(config, data, params)
     emb = report["releases"][-1]
-    return {"noise multiplier (sigma)": emb["noise_multiplier"],
-            "noise std per embedding entry": emb["sigma"],
-            "releases": ", ".join(r["name"] for r in report["releases"]),
-            "accountant": report["accountant"]}
+    out = {"noise multiplier (sigma)": emb["noise_multiplier"],
+           "noise std per embedding entry": emb["sigma"],
+           "releases": ", ".join(r["name"] for r in report["releases"]),
+           "accountant": report["accountant"]}
+    warning = delta_warning(config.delta, data.n_train) if config.private else None
+    if warning:
+        out["warning"] = warning
+    return out
 
 
 # ---------------------------------------------------------------------- training
@@ -248,10 +259,7 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
     torch.manual_seed(config.seed)  # model init only; DP noise has its own OS-entropy generator
     model_gen = torch.Generator().manual_seed(config.seed)
     plan = _plan(data, params, model_gen)
-    releases = _release_plan(data, params)
-    report = calibrate_releases(epsilon=config.epsilon, delta=config.delta,
-                                releases=releases, accountant=params.accountant)
-    sigma = {r["name"]: r["sigma"] for r in report["releases"]}
+    report, sigma = _calibrate(config, data, params)
     m, n_classes = data.n_train, data.n_classes
     plan.w = plan.w.to(device)  # the frequencies are public; both sides use them
 
@@ -360,14 +368,18 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
     emb = emb + gaussian_noise(emb.shape, sigma["mean embedding"], device=device)
     label_probs = torch.full((n_classes,), 1.0 / n_classes)
     if params.labels == "counts":
-        counts = torch.bincount(y_train, minlength=n_classes).double()
-        noisy = counts + gaussian_noise(counts.shape, sigma["class counts"], dtype=torch.float64)
-        noisy = noisy.clamp(min=1.0)
+        noisy = _noisy_counts(y_train, n_classes, sigma["class counts"]).clamp(min=1.0)
         # Reweight each class column to a per-class mean: each class then counts equally.
         emb = emb * (m / noisy.float()).to(device)[None, :]
         label_probs = (noisy / noisy.sum()).float()
     plan.x = plan.x_cat = None  # nothing after the release may see private records
     return emb, label_probs.to(device)
+
+
+def _noisy_counts(y_train: torch.Tensor, n_classes: int, std: float) -> torch.Tensor:
+    """The class-counts release: counts + N(0, std²), sensitivity fx.COUNTS_SENSITIVITY."""
+    counts = torch.bincount(y_train, minlength=n_classes).double()
+    return counts + gaussian_noise(counts.shape, std, dtype=torch.float64)
 
 
 def _make_generator(plan: _Plan, data: Dataset, params: Params, n_labels: int):

@@ -65,6 +65,19 @@ def gaussian_noise(shape, std: float, *, device="cpu", dtype=torch.float32) -> t
     return torch.randn(shape, generator=gen, device=device, dtype=dtype) * std
 
 
+# ------------------------------------------------------------------ budget sanity
+
+def delta_warning(delta: float, n: int) -> str | None:
+    """A warning when δ ≥ 1/n: an (ε, δ) guarantee then allows a mechanism that publishes
+    one whole training record in the clear (each with probability δ, so n·δ ≥ 1 of them
+    expected). None when δ < 1/n."""
+    if n > 0 and delta >= 1.0 / n:
+        return (f"delta={delta:g} is not below 1/n = 1/{n:,} ({1.0 / n:.2g}): at this delta "
+                "the guarantee would allow publishing a whole training record; choose a "
+                f"delta well below 1/n, e.g. {10 ** math.floor(math.log10(0.1 / n)):g}.")
+    return None
+
+
 # ------------------------------------------------------------------ pure accounting
 
 

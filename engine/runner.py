@@ -19,8 +19,10 @@ import numpy as np
 from engine import data as datasets
 from engine.config import RunConfig
 from engine.device import resolve_device
+from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.jsonsafe import jsonable
+from engine.privacy import delta_warning
 from engine.registry import get_method, make_params
 from engine.render import image_grid, table_image
 
@@ -34,14 +36,71 @@ def prepare(config: RunConfig):
     return method, data, resolve_device(config.device)
 
 
+# What a run writes; `claim_out_dir` clears only these.
+ARTIFACTS = ("config.json", "metrics.json", "synthetic.npz", "synthetic.csv", "samples.png")
+
+NEIGHBOURS = ("replace-one: two training sets are neighbours when they differ in one record "
+              "(one record replaced by any other); the number of training records n is public")
+
+
+def claim_out_dir(out_dir: str | Path, *, overwrite: bool) -> Path:
+    """The folder for one run, empty. A folder holding files (another run's) is refused
+    unless `overwrite`, which deletes that run's artifacts first; a folder holding
+    anything else is always refused, so --overwrite can never delete the user's files."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {str(out)!r} is a file; give a folder for the run's artifacts.")
+    present = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    if not present:
+        return out
+    if not overwrite:
+        raise InputError(f"--out folder {str(out)!r} already holds files ({', '.join(present[:5])}); "
+                         "pass --overwrite to replace that run, or choose a new folder.")
+    other = [n for n in present if n not in ARTIFACTS or not (out / n).is_file()]
+    if other:
+        raise InputError(f"--out folder {str(out)!r} holds files that are not run artifacts "
+                         f"({', '.join(other[:5])}); --overwrite only clears a run's folder, so "
+                         "choose another folder.")
+    for name in present:
+        (out / name).unlink()
+    return out
+
+
+def warnings_for(config: RunConfig, data: datasets.Dataset) -> list[str]:
+    """Legal settings that weaken the guarantee; the CLI prints them, metrics.json keeps them."""
+    note = delta_warning(config.delta, data.n_train) if config.private else None
+    return [note] if note else []
+
+
 def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | None = None,
             full_eval: bool = True, cnn_eval: bool = False, prepared=None) -> Iterator[Event]:
     """Run `config`, yield every trainer Event, write the artifacts, and finish with a
-    "done" (or "cancelled") Event whose metrics hold the final evaluation."""
+    "done" (or "cancelled") Event whose metrics hold the final evaluation.
+
+    An older metrics.json in `out_dir` is removed before config.json is written, and a run
+    that dies (an exception, Ctrl-C, the consumer closing this generator) writes one that
+    says "interrupted"; after a hard kill there is none. So a folder never shows metrics
+    of a run other than the one that wrote its config.json."""
     method, data, device = prepared or prepare(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.json").unlink(missing_ok=True)
     (out / "config.json").write_text(config.to_json())
+    try:
+        metrics, last, result = yield from _run(config, method, data, device, out, stop,
+                                                full_eval, cnn_eval)
+    except BaseException as exc:
+        _write_metrics(out, {"status": "interrupted", "method": config.method,
+                             "dataset": config.dataset,
+                             "reason": f"{type(exc).__name__}: {exc}".rstrip(": ")})
+        raise
+    yield Event("cancelled" if metrics["status"] == "cancelled" else "done", last.step,
+                last.total, result.privacy.get("epsilon_spent", math.inf),
+                metrics=metrics["accuracy"], result=result, message=metrics["status"])
+
+
+def _run(config, method, data, device, out: Path, stop, full_eval: bool, cnn_eval: bool):
+    """execute's body: train, write the artifacts, evaluate, write metrics.json."""
     t0 = time.perf_counter()
     result: TrainResult | None = None
     last = None
@@ -84,13 +143,38 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
         "n_train": data.n_train, "n_test": len(data.y_test), "n_synthetic": len(result.y),
         "device": str(device),
         "info": jsonable(result.info),
+        "disclosures": disclosures(data, scores),
+        "warnings": warnings_for(config, data),
     }
     if not config.private:
         metrics["note"] = "NON-PRIVATE reference run (epsilon = inf, no noise added)."
+    _write_metrics(out, metrics)
+    return metrics, last, result
+
+
+def disclosures(data: datasets.Dataset, scores: dict) -> dict:
+    """What the ε above covers and what it does not, in plain words for metrics.json."""
+    not_private = {
+        "n_train, n_test": "public by the neighbouring relation (replace-one keeps n)",
+    }
+    if scores:
+        not_private["accuracy"] = (
+            "NOT private: every accuracy is measured on the real test records without noise, "
+            "and real/* classifiers are also trained on the real training records; they "
+            "describe the data, outside the epsilon above")
+    for key in ("category_domain", "column_kinds", "test_rows_dropped"):
+        if key in data.notes:
+            not_private[key] = data.notes[key]
+    public = {k: v for k, v in data.notes.items() if k in ("split", "bounds", "source", "label")}
+    return {"neighbouring relation": NEIGHBOURS,
+            "covered by epsilon": "the synthetic records, samples and every released statistic "
+                                  "listed under privacy.releases",
+            "not private": not_private,
+            "treated as public": public}
+
+
+def _write_metrics(out: Path, metrics: dict) -> None:
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    yield Event("cancelled" if cancelled else "done", last.step, last.total,
-                result.privacy.get("epsilon_spent", math.inf), metrics=scores, result=result,
-                message=metrics["status"])
 
 
 def write_synthetic(out: Path, result: TrainResult, data: datasets.Dataset) -> Path:

@@ -1,9 +1,11 @@
-"""The user's own files: a CSV (tabular) or an NPZ of images, validated at the boundary.
+"""The user's own CSV (tabular), validated at the boundary; NPZ images are in user_npz.
 
 Every problem with a file is answered by an InputError that names the file, the column or
-array, and the fix. Category domains of a CSV are read from the file and declared public
-(`Dataset.notes["category_domain"]`); numeric columns without user bounds get
-`bounds=None`, so the method must release their range privately.
+array, and the fix. Files are split by record position only (`split_indices`), so one
+replaced record changes at most one training record. Category lists and class names are
+public when the user gives them; otherwise they are read from the training records and
+`Dataset.notes` says plainly that they are not private. Numeric columns without user
+bounds get `bounds=None`, so the method must release their range privately.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.dataset import MAX_CATEGORIES, MIN_RECORDS, Column, Dataset, split_train_test
+from engine.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column, Dataset,
+                            split_indices)
 from engine.errors import InputError
 
 
@@ -32,15 +35,33 @@ def _as_strings(values) -> list[str]:
     return out
 
 
-def _domain(series) -> list[str]:
-    """Sorted category strings: numeric order for numbers, text order otherwise."""
+def _as_numbers(series):
+    """The series as floats when every value reads as a number (bools do not), else None."""
     import pandas as pd
 
-    uniq = series.unique()
-    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-        uniq = np.sort(uniq.astype(float))
-        return list(dict.fromkeys(_as_strings(uniq)))
-    return sorted(set(_as_strings(uniq)))
+    if pd.api.types.is_bool_dtype(series):
+        return None
+    num = pd.to_numeric(series, errors="coerce")
+    return None if num.isna().any() else num.astype(np.float64)
+
+
+def _domain(series) -> list[str]:
+    """Sorted category strings: numeric order for numbers, text order otherwise."""
+    num = _as_numbers(series)
+    if num is not None:
+        return list(dict.fromkeys(_as_strings(np.sort(num.unique()))))
+    return sorted(set(_as_strings(series.unique())))
+
+
+def _spelled(series, numeric_domain: bool) -> list[str]:
+    """Each value's category string; a numeric domain spells '3.0' and 3 alike ('3')."""
+    import pandas as pd
+
+    if not numeric_domain:
+        return _as_strings(series.tolist())
+    num = pd.to_numeric(series, errors="coerce")
+    return [_as_strings([v])[0] if math.isfinite(v) else str(o)
+            for v, o in zip(num.tolist(), series.tolist())]
 
 
 def _codes(series, categories: list[str], what: str) -> np.ndarray:
@@ -51,6 +72,13 @@ def _codes(series, categories: list[str], what: str) -> np.ndarray:
         raise InputError(f"column {what!r} has values outside its category domain: "
                          f"{unknown[:5]}; known: {categories[:10]}.")
     return np.array([index[s] for s in strings], dtype=np.float64)
+
+
+def _encode(strings: list[str], categories: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, known): codes into `categories`, -1 and known=False for other values."""
+    index = {c: i for i, c in enumerate(categories)}
+    codes = np.array([index.get(s, -1) for s in strings], dtype=np.int64)
+    return codes, codes >= 0
 
 
 def _name_list(value, option: str) -> list[str]:
@@ -89,17 +117,60 @@ def _read_csv(path):
     return p, df
 
 
+def _category_lists(value) -> dict[str, list[str]]:
+    """Public category lists: {column: [values]} or the app's text, one
+    'column: a, b, c' per line (or separated by ';')."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        out = {}
+        for part in (p.strip() for p in value.replace(";", "\n").splitlines()):
+            if not part:
+                continue
+            if ":" not in part:
+                raise InputError(f"category lists go one per line as 'column: a, b, c'. "
+                                 f"Got {part!r}.")
+            name, _, vals = part.partition(":")
+            out[name.strip()] = _name_list(vals, "categories")
+        value = out
+    if not isinstance(value, dict):
+        raise InputError(f"option 'categories' must map column names to lists of values. "
+                         f"Got {value!r}.")
+    out = {str(k): _name_list(v, "categories") for k, v in value.items()}
+    for name, cats in out.items():
+        if len(cats) < 1 or len(set(cats)) != len(cats):
+            raise InputError(f"the public category list of {name!r} must hold distinct values. "
+                             f"Got {cats!r}.")
+    return out
+
+
+def _all_numbers(values: list[str]) -> bool:
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return False
+    return True
+
+
 def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
-             categorical=None, numeric=None, bounds: dict | None = None) -> Dataset:
+             categorical=None, numeric=None, bounds: dict | None = None,
+             categories=None, classes=None) -> Dataset:
     """A user's CSV: `label` names the class column, the rest become features.
 
-    Privacy assumptions: the category domain of each categorical column is read from the
-    file and treated as public; numeric columns have public bounds only when the user
-    gives them (`bounds={col: [lo, hi]}`), else bounds=None and the method must release
-    them privately.
+    Privacy assumptions (replace-one neighbours, n public):
+    * the rows are split into training and test parts by position only (`split_indices`);
+      only the training part is protected by DP, and only it shapes what is released;
+    * category lists (`categories={col: [...]}`) and class names (`classes=[...]`) given
+      by the user are public. Those not given are read from the TRAINING records and are
+      NOT private: a value that occurs once in training appears in the released domain
+      (and may appear in the synthetic CSV); `notes["treated_as_public"]` says which;
+    * whether a column is numeric (> 10 distinct values) is decided from the training
+      records unless `categorical=`/`numeric=` say so, and is not private either;
+    * numeric columns have public bounds only when the user gives them
+      (`bounds={col: [lo, hi]}`), else bounds=None and the method releases them privately.
+    Test records with a value outside the training domain are dropped (the count is in
+    `notes["test_rows_dropped"]`): the test split only scores, it is not released.
     """
-    import pandas as pd
-
     p, df = _read_csv(path)
     cols = list(df.columns)
     if label is None:
@@ -118,7 +189,10 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
         raise InputError(f"{p.name} has {len(df)} records; at least {MIN_RECORDS} are needed.")
     force_cat, force_num = _name_list(categorical, "categorical"), _name_list(numeric, "numeric")
     bounds = dict(bounds or {})
-    overrides = (("categorical", force_cat), ("numeric", force_num), ("bounds", list(bounds)))
+    public_cats = _category_lists(categories)
+    public_classes = _name_list(classes, "classes")
+    overrides = (("categorical", force_cat), ("numeric", force_num), ("bounds", list(bounds)),
+                 ("categories", list(public_cats)))
     for opt, names in overrides:
         bad = [n for n in names if n not in cols or n == label]
         if bad:
@@ -127,53 +201,108 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     both = sorted(set(force_cat) & set(force_num))
     if both:
         raise InputError(f"columns {both} are forced both categorical and numeric; pick one.")
+    listed_num = sorted(set(public_cats) & set(force_num))
+    if listed_num:
+        raise InputError(f"columns {listed_num} have a public category list but are forced "
+                         "numeric; pick one.")
+    for c in force_num:
+        if _as_numbers(df[c]) is None:
+            import pandas as pd
 
-    feats, columns = [], []
+            bad_v = df[c][pd.to_numeric(df[c], errors="coerce").isna()].iloc[0]
+            raise InputError(f"column {c!r} is forced numeric but holds text such as "
+                             f"{bad_v!r}; fix the values or make it categorical.")
+
+    train_pos, test_pos = split_indices(len(df), seed)
+    tr, te = df.iloc[train_pos], df.iloc[test_pos]
+    keep = np.ones(len(te), bool)  # test rows whose every value is in the training domain
+    feats_tr, feats_te, columns = [], [], []
     for c in (c for c in cols if c != label):
-        s = df[c]
-        if c in force_num:
-            num = pd.to_numeric(s, errors="coerce")
-            if num.isna().any():
-                bad_v = s[num.isna()].iloc[0]
-                raise InputError(f"column {c!r} is forced numeric but holds text such as "
-                                 f"{bad_v!r}; fix the values or make it categorical.")
-            s = num
-        numeric_dtype = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-        is_num = c in force_num or (c not in force_cat and numeric_dtype and s.nunique() > 10)
+        num_tr = None if (c in force_cat or c in public_cats) else _as_numbers(tr[c])
+        is_num = num_tr is not None and (c in force_num or num_tr.nunique() > 10)
         if c in bounds and not is_num:
             raise InputError(f"bounds were given for {c!r}, which is categorical; add it to "
                              "numeric=[...] or drop its bounds.")
         if is_num:
-            values = s.to_numpy(np.float64)
-            if not np.isfinite(values).all():
+            import pandas as pd
+
+            if not np.isfinite(num_tr.to_numpy()).all():
                 raise InputError(f"column {c!r} holds inf values; replace them first.")
+            num_te = pd.to_numeric(te[c], errors="coerce").to_numpy(np.float64)
+            keep &= np.isfinite(num_te)
             col = Column(c, "num")
             if c in bounds:
                 col.bounds, col.bounds_source = _check_bounds(c, bounds[c]), "user"
-            feats.append(values)
+            feats_tr.append(num_tr.to_numpy(np.float64))
+            feats_te.append(np.nan_to_num(num_te))
         else:
-            cats = _domain(s)
+            given = c in public_cats
+            cats = public_cats[c] if given else _domain(tr[c])
             if len(cats) > MAX_CATEGORIES:
                 raise InputError(f"categorical column {c!r} has {len(cats)} categories "
                                  f"(max {MAX_CATEGORIES}); drop it (an ID?) or force it numeric.")
-            col = Column(c, "cat", categories=cats, bounds_source="public (read from file)")
-            feats.append(_codes(s, cats, c))
+            codes_tr, codes_te = _encode_split(tr[c], te[c], cats, c, given)
+            keep &= codes_te >= 0
+            col = Column(c, "cat", categories=cats, bounds_source=(
+                "public (given by the user)" if given else
+                "read from the training records (not private)"))
+            feats_tr.append(codes_tr.astype(np.float64))
+            feats_te.append(codes_te.astype(np.float64))
         columns.append(col)
 
-    class_names = _domain(df[label])
+    class_names = public_classes or _domain(tr[label])
     if len(class_names) < 2:
-        raise InputError(f"label column {label!r} has one class only ({class_names[0]!r}); "
-                         "a classifier needs at least two.")
-    y = _codes(df[label], class_names, label).astype(np.int64)
-    xtr, xte, ytr, yte = split_train_test(np.column_stack(feats), y, seed)
+        raise InputError(f"label column {label!r} has one class only ({class_names[0]!r}) in "
+                         "the training part; a classifier needs at least two (give the public "
+                         "class list with classes=[...] if a class is rare).")
+    y_tr, y_te = _encode_split(tr[label], te[label], class_names, label, bool(public_classes))
+    keep &= y_te >= 0
+    cat_cols = [c.name for c in columns if c.kind == "cat"]
+    from_file = [n for n in cat_cols if n not in public_cats]
     notes = {
         "source": str(p), "label": label,
-        "category_domain": "category lists (and class names) are read from the file and "
-                           "treated as public, not protected by DP; merge rare values if "
-                           "their presence is sensitive",
+        "split": POSITIONAL_SPLIT,
+        "category_domain": _domain_note(cat_cols, from_file, bool(public_classes)),
+        "column_kinds": "given by the user (categorical=/numeric=/categories=) where set; "
+                        "other columns: numeric when the training records hold > 10 distinct "
+                        "numbers (a decision read from the training records, not private)",
         "bounds": "user bounds where given; other numeric columns need private release",
     }
-    return Dataset("csv", "tabular", xtr, ytr, xte, yte, class_names, columns=columns, notes=notes)
+    if not keep.all():
+        notes["test_rows_dropped"] = (f"{int((~keep).sum())} test records hold a value outside "
+                                      "the training domain and were left out of scoring")
+    return Dataset("csv", "tabular", np.column_stack(feats_tr), y_tr,
+                   np.column_stack(feats_te)[keep], y_te[keep], class_names,
+                   columns=columns, notes=notes)
+
+
+def _encode_split(s_tr, s_te, cats: list[str], what: str, given: bool):
+    """Training and test codes into `cats`; test values outside it get -1. A training
+    value outside a *given* (public) list is the user's to fix."""
+    numeric_domain = _all_numbers(cats)
+    codes_tr, known = _encode(_spelled(s_tr, numeric_domain), cats)
+    if not known.all():
+        odd = sorted(set(np.asarray(_spelled(s_tr, numeric_domain), dtype=object)[~known]))
+        raise InputError(f"column {what!r} holds values outside its public list {cats[:10]}, "
+                         f"such as {odd[:3]}; add them to the list or fix the records.")
+    codes_te, _ = _encode(_spelled(s_te, numeric_domain), cats)
+    return codes_tr, codes_te
+
+
+def _domain_note(cat_cols: list[str], from_file: list[str], classes_given: bool) -> str:
+    """The plain statement of metrics.json: which lists are public, which came from data."""
+    parts = []
+    if from_file:
+        parts.append(f"category lists of {from_file} were read from the training records: NOT "
+                     "private (a value that occurs once in training is in the released "
+                     "domain and may appear in the synthetic CSV); give public lists with "
+                     "categories= to avoid this")
+    elif cat_cols:
+        parts.append("all category lists were given by the user and are treated as public")
+    parts.append("class names were given by the user and are treated as public" if classes_given
+                 else "class names were read from the training records: NOT private (give "
+                      "them with classes= to avoid this)")
+    return "; ".join(parts)
 
 
 def _check_bounds(col: str, b) -> tuple[float, float]:
@@ -184,63 +313,6 @@ def _check_bounds(col: str, b) -> tuple[float, float]:
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise InputError(f"bounds for {col!r} must be finite with lo < hi. Got {b!r}.")
     return lo, hi
-
-
-# ----------------------------------------------------------------------------- user NPZ
-def load_npz(seed: int = 0, path: str | None = None) -> Dataset:
-    """A user's images: NPZ with `x` (n,h,w) or (n,c,h,w), c in (1, 3), and integer `y`.
-
-    uint8 pixels are scaled by 1/255; float pixels must already lie in [0, 1]. The image
-    shape and the label set are treated as public.
-    """
-    p = _existing_file(path, "npz")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            names = list(z.files)
-            missing = [k for k in ("x", "y") if k not in names]
-            if missing:
-                raise InputError(f"{p.name} lacks array(s) {missing}; it holds {names}. Save "
-                                 "with np.savez(path, x=images, y=labels).")
-            x, y = z["x"], z["y"]
-    except InputError:
-        raise
-    except Exception as exc:  # zipfile, pickle and format errors
-        raise InputError(f"{p.name} could not be read as .npz ({exc}); save it with "
-                         "np.savez(path, x=images, y=labels).") from None
-    if x.ndim == 3:
-        x = x[:, None]
-    if x.ndim != 4:
-        raise InputError(f"x must have shape (n, h, w) or (n, c, h, w); got {x.shape}.")
-    if x.shape[1] not in (1, 3):
-        last = x.shape[3] in (1, 3)
-        hint = " It looks channels-last: use x.transpose(0, 3, 1, 2)." if last else ""
-        raise InputError(f"x must have 1 or 3 channels on axis 1; got shape {x.shape}.{hint}")
-    if y.ndim != 1 or len(y) != len(x):
-        raise InputError(f"y must be one label per image: x has {len(x)} images, "
-                         f"y has shape {y.shape}.")
-    if len(x) < MIN_RECORDS:
-        raise InputError(f"{p.name} has {len(x)} images; at least {MIN_RECORDS} are needed.")
-    if x.dtype == np.uint8:
-        x = x.astype(np.float32) / 255.0
-    elif np.issubdtype(x.dtype, np.floating):
-        if not np.isfinite(x).all():
-            raise InputError("x holds NaN or inf values; replace them before loading.")
-        if x.min() < 0 or x.max() > 1:
-            raise InputError(f"float pixels must lie in [0, 1]; got [{x.min():g}, {x.max():g}]. "
-                             "Divide by 255 or save them as uint8.")
-        x = x.astype(np.float32)
-    else:
-        raise InputError(f"x has dtype {x.dtype}; use uint8 (0..255) or floats in [0, 1].")
-    if np.issubdtype(y.dtype, np.floating) and np.isfinite(y).all() and (y == np.round(y)).all():
-        y = y.astype(np.int64)  # 3.0 is a fine label
-    if not np.issubdtype(y.dtype, np.integer):
-        raise InputError(f"y must hold integer class labels; got dtype {y.dtype}.")
-    values, y = np.unique(y, return_inverse=True)
-    if len(values) < 2:
-        raise InputError(f"y has one class only ({values[0]}); a classifier needs at least two.")
-    xtr, xte, ytr, yte = split_train_test(x, y.astype(np.int64), seed)
-    return Dataset("npz", "image", xtr, ytr, xte, yte, [str(v) for v in values],
-                   tuple(x.shape[1:]), notes={"source": str(p)})
 
 
 # ----------------------------------------------------------------------------- frames

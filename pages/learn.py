@@ -110,3 +110,20 @@ with t4:
         "- **ε = ∞** trains the same method without noise: the gap between it and real "
         "data is the method's own limit; the gap between it and your ε is the price of "
         "privacy.")
+
+# What this app's ε covers: one self-contained section, outside the tabs above.
+st.divider()
+st.subheader("What ε covers here")
+st.markdown(
+    "**Neighbours in DP Synth Lab.** Two training sets are neighbours when one record is "
+    "*replaced* by any other record. The number of training records n stays the same and is "
+    "treated as public. ε then bounds what the synthetic data, the sample grids and every "
+    "released statistic reveal about any one training record.\n\n"
+    "**Not covered by ε:** accuracies measured on the real test split (and classifiers "
+    "trained on real data), the test split itself, category lists and class names read "
+    "from the training records when you do not give them as public (a value that occurs "
+    "once can appear in the synthetic CSV), and defaults that were tuned on real training "
+    "records (DP-MERF's sampling temperature, generator width and length scale for "
+    "Fashion-MNIST/MNIST). Each run's metrics.json lists these under \"not private\".\n\n"
+    "**δ** is the chance the guarantee may fail; keep it well below 1/n. DP-MERF's "
+    "preview and the command line warn when δ ≥ 1/n; every run refuses δ > 0.1.")

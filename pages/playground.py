@@ -64,7 +64,13 @@ def _upload(kind: str) -> dict | None:
     if not path.exists():
         path.write_bytes(content)
     if kind == "npz":
-        return {"path": str(path)}
+        classes = st.text_input("Public class labels (optional)", key="pg_npz_classes",
+                                placeholder="0, 1, 2",
+                                help="Labels everyone may know (e.g. from the data's documentation).")
+        st.caption("**Treated as public** (not protected by ε): the image size, the number "
+                   "of images and the class labels you list. Labels you do not list are read "
+                   "from the training images and are **not private**.")
+        return {"path": str(path), **({"classes": classes} if classes.strip() else {})}
     import pandas as pd
 
     try:
@@ -77,9 +83,25 @@ def _upload(kind: str) -> dict | None:
     cats = st.multiselect("Treat as categorical", [c for c in cols if c != label],
                           key="pg_csv_cat",
                           help="Columns with ≤ 10 distinct values are categorical already.")
+    public = st.text_area("Public category lists (optional)", key="pg_csv_public_cats",
+                          placeholder="colour: red, green, blue\ncity: Oslo, Bergen",
+                          help="One line per categorical column. Give lists everyone may know "
+                               "(a code book), not values read off your records.")
+    classes = st.text_input("Public class names (optional)", key="pg_csv_classes",
+                            placeholder="no, yes")
+    st.caption("**Treated as public** (not protected by ε): the number of records, the "
+               "column names and the lists you give above. Category lists and class names "
+               "you do not give are read from the training records and are **not private**: "
+               "a value that occurs once in training can appear in the synthetic CSV. "
+               "Whether a column is numeric is read from the training records too, unless "
+               "you set it.")
     opts = {"path": str(path), "label": label}
     if cats:
         opts["categorical"] = cats
+    if public.strip():
+        opts["categories"] = public
+    if classes.strip():
+        opts["classes"] = classes
     return opts
 
 

@@ -98,6 +98,10 @@ ENGINE_CASES = [
     ("delta_above_one", dict(delta=1.5), "delta"),
     ("delta_nan", dict(delta=math.nan), "delta"),
     ("delta_zero", dict(delta=0.0), "delta"),
+    ("delta_above_0.1", dict(delta=0.2), r"delta must be a number in \(0, 0.1\]"),
+    ("eps_1e300", dict(epsilon=1e300), "epsilon must be between 0.001 and 1000"),
+    ("eps_1e-300", dict(epsilon=1e-300), "epsilon must be between 0.001 and 1000"),
+    ("csv_value_outside_public_list", lambda f: dict(dataset="csv", data_options={"path": f["csv_ok"], "label": "label", "categories": {"z": ["0"]}}), "outside its public list"),
     ("n_synthetic_zero", dict(n_synthetic=0), "n_synthetic"),
     ("unknown_method", dict(method="gan"), "unknown method"),
     ("unknown_dataset", dict(dataset="imagenet"), "unknown dataset"),
@@ -154,17 +158,25 @@ def test_enough_bad_inputs_are_tried():
 
 
 def test_parse_epsilon_rejects_text_nan_and_non_positive():
-    for bad in ("abc", "", "nan", "-1", "0", None, [1]):
+    for bad in ("abc", "", "nan", "-1", "0", None, [1], "1e300", "1e-300", "1e400", 10**400):
         with pytest.raises(InputError, match="epsilon"):
             parse_epsilon(bad)
     assert math.isinf(parse_epsilon("inf"))
 
 
 def test_text_in_an_unforced_numeric_column_becomes_categorical(files):
-    """Not an error by design: a column with any text is read as categorical (stated in
-    the loader's rules); forcing it numeric gives the clear error above."""
+    """Not an error by design: a column with text in its training part is read as
+    categorical (stated in the loader's rules); forcing it numeric gives the clear error
+    above. Text only in the test part leaves the column numeric and drops that test row."""
+    from engine.dataset import split_indices
+
+    train, _ = split_indices(60, 0)
     d = datasets.load("csv", options={"path": files["csv_text_num"], "label": "label"})
-    assert d.columns[0].kind == "cat"
+    assert d.columns[0].kind == ("cat" if 9 in train else "num")
+    other_seed = next(s for s in range(1, 50) if (9 in split_indices(60, s)[0]) != (9 in train))
+    d2 = datasets.load("csv", seed=other_seed,
+                       options={"path": files["csv_text_num"], "label": "label"})
+    assert {d.columns[0].kind, d2.columns[0].kind} == {"cat", "num"}
 
 
 def test_bad_runs_through_the_job_manager_are_never_finished(files, tmp_path):
@@ -205,6 +217,9 @@ CLI_CASES = [
     ("teachers_above_records", ["--method", "datalens", "--teachers", "5000"]),
     ("csv_empty", ["--csv", "{csv_empty}", "--label", "label"]),
     ("dangling_flag", ["--n-features"]),
+    ("eps_1e300", ["--epsilon", "1e300"]),
+    ("eps_1e-300", ["--epsilon", "1e-300"]),
+    ("delta_half", ["--delta", "0.5"]),
 ]
 
 

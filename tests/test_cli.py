@@ -60,3 +60,127 @@ def test_unknown_flag_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no_such_knob" in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------ --out, δ, disclosures
+# In-process (engine.cli.main) to spare an interpreter start-up per case.
+
+FAST = ["--n-features", "100", "--epochs", "1", "--no-eval", "--device", "cpu"]
+
+
+def _main(*args):
+    from engine.cli import main
+
+    return main(["train", *args])
+
+
+def test_out_folder_of_another_run_is_refused_unless_overwrite(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _main("--out", str(out), "--seed", "1", *FAST) == 0
+    first = (out / "metrics.json").read_text()
+    capsys.readouterr()
+    assert _main("--out", str(out), "--seed", "2", *FAST) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "already holds files" in err and "--overwrite" in err
+    assert (out / "metrics.json").read_text() == first  # untouched
+    assert json.loads((out / "config.json").read_text())["seed"] == 1
+    (out / "stale.txt").write_text("x")  # not a run artifact: --overwrite must not delete it
+    assert _main("--out", str(out), "--seed", "2", "--overwrite", *FAST) == 2
+    assert "not run artifacts" in capsys.readouterr().err and (out / "stale.txt").exists()
+    (out / "stale.txt").unlink()
+    (out / "synthetic.csv").write_text("from an older tabular run")
+    assert _main("--out", str(out), "--seed", "2", "--overwrite", *FAST) == 0
+    assert json.loads((out / "config.json").read_text())["seed"] == 2
+    assert json.loads((out / "metrics.json").read_text())["status"] == "finished"
+    assert not (out / "synthetic.csv").exists()  # the old run's files are gone
+
+
+def _interrupting_trainer(exc):
+    def train(config, data, device, stop):
+        from engine.events import Event
+
+        yield Event("train", 1, 10, 0.1, loss=1.0)
+        raise exc
+    return train
+
+
+def test_interrupted_run_leaves_interrupted_metrics_never_an_old_run(tmp_path, monkeypatch,
+                                                                     capsys):
+    from engine import dpmerf
+
+    out = tmp_path / "run"
+    assert _main("--out", str(out), *FAST) == 0
+    monkeypatch.setattr(dpmerf, "train", _interrupting_trainer(KeyboardInterrupt()))
+    assert _main("--out", str(out), "--overwrite", *FAST) == 130  # Ctrl-C
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "interrupted" and "KeyboardInterrupt" in metrics["reason"]
+
+
+def test_runner_marks_a_crash_and_an_abandoned_run_interrupted(tmp_path, monkeypatch):
+    import pytest
+
+    from engine import dpmerf
+    from engine.config import RunConfig
+    from engine.runner import execute
+
+    cfg = RunConfig(params={"n_features": 100, "epochs": 1}, device="cpu")
+    monkeypatch.setattr(dpmerf, "train", _interrupting_trainer(RuntimeError("disk full")))
+    with pytest.raises(RuntimeError, match="disk full"):
+        list(execute(cfg, tmp_path / "a", full_eval=False))
+    assert json.loads((tmp_path / "a" / "metrics.json").read_text())["status"] == "interrupted"
+    monkeypatch.undo()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "metrics.json").write_text('{"status": "finished"}')  # an older run's
+    events = execute(cfg, tmp_path / "b", full_eval=False)
+    next(events)
+    assert not (tmp_path / "b" / "metrics.json").exists()  # gone as the new run starts
+    events.close()  # the consumer walks away mid-run
+    assert json.loads((tmp_path / "b" / "metrics.json").read_text())["status"] == "interrupted"
+
+
+def test_delta_at_least_one_over_n_warns_and_metrics_say_what_is_not_private(tmp_path, capsys):
+    out = tmp_path / "run"
+    # digits has 1,437 training records: delta = 1e-3 is not below 1/n.
+    assert _main("--out", str(out), "--delta", "1e-3", *FAST) == 0
+    err = capsys.readouterr().err
+    warning = [ln for ln in err.splitlines() if ln.startswith("warning: ")]
+    assert len(warning) == 1 and "not below 1/n = 1/1,437" in warning[0]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["warnings"] == [warning[0].removeprefix("warning: ")]
+    disc = metrics["disclosures"]
+    assert "replace-one" in disc["neighbouring relation"] and "public" in disc["neighbouring relation"]
+    assert "position" in disc["treated as public"]["split"]
+    assert _main("--out", str(tmp_path / "quiet"), "--delta", "1e-5", *FAST) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_real_data_accuracies_are_marked_not_private(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _main("--out", str(out), "--n-features", "100", "--epochs", "1", "--device",
+                 "cpu") == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert "real/logreg" in metrics["accuracy"]
+    assert metrics["disclosures"]["not private"]["accuracy"].startswith("NOT private")
+    assert "NOT private" in capsys.readouterr().out
+
+
+def test_csv_category_lists_are_stated_in_metrics(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from engine.cli import main
+
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=60).round(3), "colour": rng.choice(["r", "g"], 60),
+                  "y": rng.choice(["a", "b"], 60)}).to_csv(tmp_path / "f.csv", index=False)
+    base = ["train", "--csv", str(tmp_path / "f.csv"), "--label", "y", "--no-eval",
+            "--device", "cpu", "--param", "epochs=1", "--param", "n_features=50"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    note = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert "NOT private" in note["disclosures"]["not private"]["category_domain"]
+    assert main([*base, "--out", str(tmp_path / "b"), "--data-option",
+                 'categories={"colour": ["r", "g", "b"]}', "--data-option",
+                 'classes=["a", "b"]']) == 0
+    note = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    assert "given by the user" in note["disclosures"]["not private"]["category_domain"]
+    assert "NOT private" not in note["disclosures"]["not private"]["category_domain"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from engine import data
 from engine.data import Column, frame_to_tabular, list_datasets, load, tabular_to_frame
+from engine.dataset import split_indices
 from engine.errors import InputError
 
 DEBIAN_FASHION = Path("/usr/share/datasets/fashion-mnist")
@@ -207,7 +208,8 @@ def test_csv_detection_codes_and_notes(tmp_path):
     assert cols["city"].categories == ["Alta", "Bergen", "Oslo"]
     assert cols["rooms"].categories == ["1", "2", "3", "4"] and cols["age"].bounds is None
     assert d.class_names == ["no", "yes"] and set(d.y_train) == {0, 1}
-    assert len(d.y_train) == 48 and len(d.y_test) == 12 and "public" in d.notes["category_domain"]
+    assert len(d.y_train) == 48 and len(d.y_test) == 12
+    assert "NOT private" in d.notes["category_domain"] and "test_rows_dropped" not in d.notes
     back = tabular_to_frame(np.r_[d.x_train, d.x_test], d.columns,
                             y=np.r_[d.y_train, d.y_test], class_names=d.class_names, label="y")
     rows = lambda f: sorted(map(tuple, f.astype(str).to_numpy()))  # noqa: E731
@@ -220,7 +222,8 @@ def test_csv_overrides_and_user_bounds(tmp_path):
     d = load("csv", options={"path": path, "label": "y", "categorical": "age",
                              "numeric": ["rooms"], "bounds": {"rooms": [0, 10]}})
     cols = {c.name: c for c in d.columns}
-    assert cols["age"].kind == "cat" and len(cols["age"].categories) == 60
+    # age has 60 distinct values, 48 of them in the training part: only those are its domain
+    assert cols["age"].kind == "cat" and len(cols["age"].categories) == 48
     assert cols["rooms"].kind == "num" and cols["rooms"].bounds == (0.0, 10.0)
     assert cols["rooms"].bounds_source == "user"
 
@@ -229,7 +232,7 @@ def bad_csv_cases():
     base = tabular_frame()
     many = base.copy()
     many["id"] = [f"id{i}" for i in range(len(many))]
-    many = pd.concat([many] * 17, ignore_index=True)
+    many = pd.concat([many] * 22, ignore_index=True)  # 1,056 distinct ids in training
     many["id"] = [f"id{i}" for i in range(len(many))]
     holes = base.copy().astype({"age": float})
     holes.loc[3, "age"] = np.nan
@@ -241,7 +244,7 @@ def bad_csv_cases():
         (base.assign(y="yes"), {"label": "y"}, "one class only"),
         (holes, {"label": "y"}, r"columns \['age', 'city'\] have missing values; drop or impute"),
         (text, {"label": "y", "numeric": ["rooms"]}, "'rooms' is forced numeric but holds text such as 'four'"),
-        (many, {"label": "y"}, "categorical column 'id' has 1020 categories"),
+        (many, {"label": "y"}, "categorical column 'id' has 1056 categories"),
         (base.head(19), {"label": "y"}, "19 records; at least 20"),
         (base, {}, "needs option label="),
         (base, {"label": "y", "categorical": ["nope"]}, r"'categorical' names \['nope'\]"),
@@ -282,7 +285,8 @@ def test_csv_bad_files(tmp_path):
     data_seed=st.integers(0, 2**16),
 )
 def test_csv_roundtrip_property(n, n_levels, seed, data_seed):
-    """Any small valid CSV loads, detects kinds by the >10-distinct rule, and round-trips."""
+    """Any small valid CSV loads, detects kinds by the >10-distinct rule on its training
+    part, and that part round-trips."""
     rng = np.random.default_rng(data_seed)
     df = pd.DataFrame({
         "ints": rng.permutation(np.arange(n) % n_levels),  # exactly n_levels distinct values
@@ -294,15 +298,18 @@ def test_csv_roundtrip_property(n, n_levels, seed, data_seed):
         d = load("csv", seed=seed, options={"path": write_csv(Path(tmp), df), "label": "cls",
                                              "numeric": ["x"]})
     kinds = {c.name: c.kind for c in d.columns}
-    assert kinds["ints"] == ("num" if n_levels > 10 else "cat") and kinds["word"] == "cat"
-    assert len(d.y_train) + len(d.y_test) == n and d.class_names == ["0", "1", "2"]
-    back = tabular_to_frame(np.r_[d.x_train, d.x_test], d.columns)
-    if n_levels > 10:
-        np.testing.assert_array_equal(np.sort(back["ints"]), np.sort(df["ints"]))
+    train = df.iloc[split_indices(n, seed)[0]]
+    many = train["ints"].nunique() > 10  # the rule reads the training part only
+    assert kinds["ints"] == ("num" if many else "cat") and kinds["word"] == "cat"
+    assert len(d.y_train) == n - int(np.ceil(0.2 * n)) and len(d.y_test) <= int(np.ceil(0.2 * n))
+    assert d.class_names == sorted(set(train["cls"].astype(str)))
+    back = tabular_to_frame(d.x_train, d.columns)  # the training part round-trips exactly
+    if many:
+        np.testing.assert_array_equal(np.sort(back["ints"]), np.sort(train["ints"]))
     else:
-        assert sorted(back["ints"]) == sorted(df["ints"].astype(str))
-    assert sorted(back["word"]) == sorted(df["word"])
-    np.testing.assert_allclose(np.sort(back["x"]), np.sort(df["x"]))
+        assert sorted(back["ints"]) == sorted(train["ints"].astype(str))
+    assert sorted(back["word"]) == sorted(train["word"])
+    np.testing.assert_allclose(np.sort(back["x"]), np.sort(train["x"]))
 
 
 def test_tabular_to_frame_clips_synthetic_codes():
