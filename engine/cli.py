@@ -105,10 +105,12 @@ def _config_from(args, extra):
 def _train(args, extra) -> int:
     from tqdm import tqdm
 
-    from engine.runner import execute, prepare
+    from engine.runner import cost_line, execute, prepare
 
     config = _config_from(args, extra)
     prepared = prepare(config)  # all input checks happen before any file is written
+    if line := cost_line(config, prepared):
+        print(line, file=sys.stderr)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
     bar = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -42,9 +42,17 @@ _DIGITS_HINT = (
 )
 
 
+_RECORDS_PER_TEACHER = 15  # the paper's 60,000 / 4,000
+_MAX_TEACHERS = 4000  # the paper's; more cost time linearly for little gain at ε=1
+_DEFAULT_MEMORY = 8e9  # defaults stay under this estimate; users may go higher
+_BUILTIN_SIZES = {"digits": (1437, (1, 8, 8)), "mnist": (60000, (1, 28, 28)),
+                  "fashion_mnist": (60000, (1, 28, 28))}
+
+
 @dataclass(frozen=True)
 class Params:
-    """DataLens knobs. Defaults are the paper's (Fashion-)MNIST setting at ε=1."""
+    """DataLens knobs. Class defaults are the paper's (Fashion-)MNIST setting at ε=1 with
+    small teachers; `derived` sizes them for other data."""
 
     teachers: int = 4000  # more teachers = more votes against the same noise
     top_k: int = 200  # votes per teacher per record; sensitivity 2√k
@@ -58,23 +66,53 @@ class Params:
     first_teacher_steps: int = 10  # in the first iteration (official: 10)
     lr_teacher: float = 2e-4  # official 1e-3; DESIGN's prototype learned better with 2e-4
     lr_student: float = 1e-3
-    max_steps: int = 1000  # cap on iterations; the fixed step count when ε = inf
+    max_steps: int = 300  # cap on iterations; the fixed step count when ε = inf
     accountant: str = "exact"  # "exact" (tight) or "rdp" (the paper's kind of count)
     probe_every: int = 0  # quick downstream probe every n steps; 0 = never
     sample_every: int = 5  # attach a sample grid to every n-th train event
-    teacher_widths: tuple = (11, 42, 256)  # conv1, conv2, FC channels (official)
+    teacher: str = "small"  # "small" (MLP, fits a CPU) or "official" (conv, for a GPU)
+    teacher_hidden: int = 64  # hidden units of a small teacher
+    teacher_widths: tuple = (11, 42, 256)  # official teacher: conv1, conv2, FC channels
     student_widths: tuple = (1024, 128)  # FC width, deconv channels (official)
-    records_per_teacher: int | None = None  # None = all records (n_train // teachers)
+    records_per_teacher: int | None = None  # cap per teacher; None = all (n_train // teachers)
 
     @classmethod
     def for_dataset(cls, name: str) -> "Params":
-        if name == "digits":
-            # Small and quick (< 1 minute on a 2-core CPU); 7 records per teacher.
-            # max_steps=400 lets the budget decide: ε=1 affords 7 steps, ε=10 about 400.
-            return cls(teachers=200, top_k=8, sigma=150.0, beta=0.5, latent=20, max_steps=400,
-                       first_teacher_steps=5, teacher_widths=(8, 16, 64),
-                       student_widths=(128, 32))
-        return cls()  # mnist, fashion_mnist: the paper's setting
+        """Defaults for a built-in dataset, derived from its size and image shape (the same
+        rule as `for_data`); a name without a known size gets the paper's setting."""
+        size = _BUILTIN_SIZES.get(name)
+        return cls.derived(*size) if size else cls()
+
+    @classmethod
+    def for_data(cls, dataset) -> "Params":
+        """Defaults derived from this dataset's n_train and image shape (e.g. a user's NPZ)."""
+        if dataset.kind != "image" or dataset.image_shape is None:
+            return cls()  # validate() explains that DataLens needs images
+        return cls.derived(dataset.n_train, tuple(dataset.image_shape))
+
+    @classmethod
+    def derived(cls, n_train: int, image_shape: tuple[int, int, int]) -> "Params":
+        """Settings that scale with the data, anchored on the paper's 60,000 28×28 images:
+        15 records per teacher and up to 4,000 teachers (fewer when memory would exceed
+        _DEFAULT_MEMORY); top-k a quarter of the pixels (200 of 784); σ = 1.25·N and
+        β = 0.7, the paper's noise-to-teachers ratio, so the noisy vote sums keep the
+        paper's signal-to-noise whatever N is — and a small N then buys few steps at a
+        small ε, which is the honest answer for small data. Small images get the smaller
+        student."""
+        from engine.datalens_cost import memory_bytes
+
+        c, h, w = image_shape
+        d = c * h * w
+        base = cls(top_k=max(1, min(d, round(200 * d / 784))), records_per_teacher=_RECORDS_PER_TEACHER)
+        if d <= 256:
+            base = replace(base, latent=20, student_widths=(128, 32), first_teacher_steps=5)
+        teachers = max(1, min(_MAX_TEACHERS, n_train // _RECORDS_PER_TEACHER))
+        while teachers > 1:  # memory is linear in the teachers at a fixed part size
+            need = memory_bytes(replace(base, teachers=teachers), image_shape, 10, n_train)["total"]
+            if need <= _DEFAULT_MEMORY:
+                break
+            teachers = max(1, int(teachers * 0.95 * _DEFAULT_MEMORY / need))
+        return replace(base, teachers=teachers, sigma=float(max(1, round(1.25 * teachers))))
 
     def validate(self, dataset) -> "Params":
         def bad(name, rule, value):
@@ -110,8 +148,9 @@ class Params:
         if self.accountant not in privacy.ACCOUNTANTS:
             bad("accountant", f"one of {', '.join(privacy.ACCOUNTANTS)}", self.accountant)
         m = self.partition_size(n)
-        if self.records_per_teacher is not None and not 1 <= self.records_per_teacher <= n // self.teachers:
-            bad("records_per_teacher", f"an int in [1, {n // self.teachers}] or None", self.records_per_teacher)
+        if self.records_per_teacher is not None and (not _is_int(self.records_per_teacher)
+                                                     or self.records_per_teacher < 1):
+            bad("records_per_teacher", "an int >= 1 or None (= all records)", self.records_per_teacher)
         if self.batch is not None and (not _is_int(self.batch) or self.batch < 1):
             bad("batch", "an int >= 1 or None (= partition size)", self.batch)
         if m < 1:
@@ -122,7 +161,8 @@ class Params:
         return self
 
     def partition_size(self, n_train: int) -> int:
-        return self.records_per_teacher or n_train // self.teachers
+        """Records per teacher: n_train // teachers, capped at records_per_teacher."""
+        return min(self.records_per_teacher or n_train, n_train // self.teachers)
 
     def synthetic_batch(self, n_train: int) -> int:
         return self.batch or self.partition_size(n_train)
@@ -159,7 +199,7 @@ def topk_sto_sign(grads: torch.Tensor, k: int, c, *, gen: torch.Generator | None
     grads[..., :1] (per-teacher clip). Not DP noise: its randomness may come from a
     seeded generator.
     """
-    _, idx = grads.abs().topk(k, dim=-1)
+    _, idx = grads.abs().topk(k, dim=-1, sorted=False)  # order is irrelevant; unsorted is faster
     g = grads.gather(-1, idx)
     c = torch.as_tensor(c, dtype=g.dtype, device=g.device)
     p_plus = 0.5 + torch.clamp(g, -c, c) / (2 * c)
@@ -209,7 +249,12 @@ def _params(config, data) -> Params:
 
 
 def privacy_preview(config, data) -> dict:
-    """What the UI shows before training: affordable steps, noise multiplier, accountant."""
+    """What the UI and CLI show before training: affordable steps, noise, accountant, the
+    settings derived from the data, and the estimated cost; "refuse" (one line with the
+    fix) when the estimate exceeds the machine."""
+    from engine.datalens_cost import memory_bytes, refusal, seconds_per_iteration
+    from engine.device import resolve_device
+
     p = _params(config, data)
     steps, batch = _schedule(config, p, data.n_train)
     out = {
@@ -217,10 +262,21 @@ def privacy_preview(config, data) -> dict:
         "noise multiplier": privacy.datalens_noise_multiplier(sigma=p.sigma, top_k=p.top_k)
         if config.private else 0.0,
         "accountant": privacy.ACCOUNTANTS[p.accountant] if config.private else "none (non-private run)",
+        "teachers": p.teachers,
         "records per teacher": p.partition_size(data.n_train),
         "synthetic records per step": batch,
         "vote threshold": p.beta * p.teachers,
     }
+    device = resolve_device(config.device)
+    need = memory_bytes(p, data.image_shape, data.n_classes, data.n_train)["total"]
+    out["estimated memory (GB)"] = round(need / 1e9, 2)
+    refuse = refusal(need, device)
+    if refuse:
+        out["refuse"] = refuse
+        return out  # timing a run that cannot fit would itself not fit
+    cost = seconds_per_iteration(p, data.image_shape, data.n_classes, data.n_train, device)
+    out["estimated s / iteration"] = round(cost["iteration"], 3)
+    out["estimated seconds"] = round(cost["first iteration"] + max(steps - 1, 0) * cost["iteration"], 1)
     if config.private and steps == 0:
         out["hint"] = "The budget does not afford one step: raise sigma or epsilon, or lower top_k/batch."
     elif not config.private and p.beta > 0.1:
@@ -228,6 +284,11 @@ def privacy_preview(config, data) -> dict:
         # votes, so the student barely moves; on digits β=0.05 reached LogReg .62.
         out["hint"] = ("Non-private run: lower beta (e.g. 0.05); with no noise to out-vote, "
                        "a high threshold drops almost every vote.")
+    elif config.private and steps == p.max_steps:
+        spent = _spent(config, p, steps, batch)
+        out["hint"] = (f"max_steps ({p.max_steps}) stops the run at epsilon {spent:.3g}, below the "
+                       f"target: lower sigma (paper at epsilon=10: sigma=900, beta=0.2) to spend the "
+                       f"rest on less noise.")
     elif data.name == "digits":
         out["hint"] = _DIGITS_HINT
     return out
@@ -239,7 +300,8 @@ def privacy_preview(config, data) -> dict:
 def train(config, data, device, stop) -> Iterator[Event]:
     """Algorithm 1. Yields "train" events (loss, ε spent, samples), optional "probe"
     events, and a final "done" event with n_synthetic labelled images."""
-    from engine.datalens_nets import Student, TeacherEnsemble, sample_latent
+    from engine.datalens_nets import Student, make_teachers, sample_latent
+    from engine.datalens_step import teacher_update, teacher_votes
 
     t0 = time.time()
     p = _params(config, data)
@@ -253,11 +315,10 @@ def train(config, data, device, stop) -> Iterator[Event]:
     parts = partition(data.n_train, n, config.seed, m)  # (N, m), disjoint
     x_real = torch.as_tensor(data.x_train[parts], device=device)  # (N, m, c, h, w)
     y_real = torch.as_tensor(data.y_train[parts], device=device)  # (N, m)
-    teachers = TeacherEnsemble(n, data.image_shape, k_cls, tuple(p.teacher_widths), seed=config.seed).to(device)
+    teachers = make_teachers(p, data.image_shape, k_cls, seed=config.seed).to(device)
     student = Student(p.latent, k_cls, data.image_shape, tuple(p.student_widths)).to(device)
     # One fused Adam over the stacked teacher tensors = N independent Adams, one kernel set.
-    opt_t = torch.optim.Adam(teachers.parameters(), p.lr_teacher, betas=(0.5, 0.999),
-                             fused=device.type == "cuda")
+    opt_t = torch.optim.Adam(teachers.parameters(), p.lr_teacher, betas=(0.5, 0.999), fused=True)
     opt_s = torch.optim.Adam(student.parameters(), p.lr_student, betas=(0.5, 0.999))
     sigma = p.sigma if config.private else 0.0
     probe = _quick_probe()
@@ -271,7 +332,7 @@ def train(config, data, device, stop) -> Iterator[Event]:
             pool = student(zz, torch.arange(k_cls, device=device).repeat_interleave(m)).view(k_cls, m, *data.image_shape)
         return pool[y_real, torch.arange(m, device=device)]  # (N, m, c, h, w)
 
-    step, stopped, loss_t, info_votes = 0, False, float("nan"), []
+    step, stopped, info_votes = 0, False, []
     for step in range(1, total + 1):
         if stop is not None and stop.is_set():
             stopped, step = True, step - 1
@@ -279,24 +340,13 @@ def train(config, data, device, stop) -> Iterator[Event]:
         z = sample_latent(max(m, batch), p.latent, gen=gen, device=device)
         # 1. teachers: real (own partition) vs fakes carrying the same labels
         for _ in range(p.first_teacher_steps if step == 1 else p.teacher_steps):
-            fake = fakes_for_teachers(z[:m])
-            loss = F.softplus(-teachers(x_real, y_real)).mean(1) + F.softplus(teachers(fake, y_real)).mean(1)
-            opt_t.zero_grad(set_to_none=True)
-            loss.sum().backward()  # teachers' losses are independent: sum = per-teacher grads
-            opt_t.step()
-            loss_t = float(loss.detach().mean())
-        # 2. per-teacher gradient of the non-saturating generator loss per synthetic record
+            teacher_update(teachers, opt_t, x_real, y_real, fakes_for_teachers(z[:m]))
+        # 2–3. every teacher's compressed vote per synthetic record; noisy aggregate
         y_syn = torch.randint(0, k_cls, (batch,), generator=gen, device=device)
         x_syn = student(z[:batch], y_syn)  # (batch, c, h, w)
-        x_rep = x_syn.detach().unsqueeze(0).expand(n, *x_syn.shape).clone().requires_grad_()
-        g_loss = F.softplus(-teachers(x_rep, y_syn.expand(n, batch))).mean(1).sum()
-        (grad,) = torch.autograd.grad(g_loss, x_rep)
-        descent = -grad.flatten(2)  # (N, batch, d): the direction that fools teacher i
-        # 3. compress (per-teacher clip min(max|g|, c), as the official code) and aggregate
-        c_eff = torch.clamp(descent.abs().amax(dim=(1, 2), keepdim=True), max=p.clip, min=1e-30)
-        votes = topk_sto_sign(descent, p.top_k, c_eff, gen=gen)
+        votes = teacher_votes(teachers, x_syn, y_syn, p.top_k, p.clip, gen)
         g_hat = top_agg(votes, sigma, p.beta).view_as(x_syn)
-        del votes, x_rep, grad, descent
+        del votes
         # 4. student: move toward G(z) + γ·ĝ
         loss_s = F.mse_loss(x_syn, (x_syn + p.gamma * g_hat).detach())
         opt_s.zero_grad(set_to_none=True)
@@ -308,9 +358,10 @@ def train(config, data, device, stop) -> Iterator[Event]:
         samples = None
         if step % p.sample_every == 0 or step == total:
             samples = _sample(student, 100, p.latent, k_cls, gen, device)
-        yield Event("train", step, total, eps, loss=loss_t, samples=samples,
-                    metrics={"teacher_loss": loss_t, "student_loss": float(loss_s.detach()),
-                             "vote_density": info_votes[-1]})
+        # Only the student loss (synthetic data only) is reported: the teachers' loss is a
+        # statistic of the real partitions and is never released (issue 11).
+        yield Event("train", step, total, eps, loss=float(loss_s.detach()), samples=samples,
+                    metrics={"vote_density": info_votes[-1]})
         if probe and p.probe_every and step % p.probe_every == 0:
             xs, ys = _sample(student, min(2000, data.n_train), p.latent, k_cls, gen, device)
             yield Event("probe", step, total, eps, metrics=dict(probe(xs, ys, data)))

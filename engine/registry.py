@@ -35,7 +35,9 @@ def get_method(name: str) -> ModuleType:
 def make_params(method: str, dataset, overrides: dict | None = None):
     """The method's defaults for this dataset, updated with the user's overrides, validated."""
     module = get_method(method)
-    params = module.Params.for_dataset(dataset.name)
+    # Defaults derived from the data itself (size, shape) when the method can; else by name.
+    for_data = getattr(module.Params, "for_data", None)
+    params = for_data(dataset) if for_data else module.Params.for_dataset(dataset.name)
     fields = set(params.__dataclass_fields__)
     unknown = set(overrides or {}) - fields
     if unknown:
