@@ -36,9 +36,10 @@ from engine.events import Event, TrainResult
 TITLE = "DataLens"
 
 _DIGITS_HINT = (
-    "DataLens needs many records per teacher: on digits (1,437 training images) it stays "
-    "near chance at epsilon=1 whatever the settings (LogReg about .3 at epsilon=10), "
-    "while DP-MERF reaches about .8 at epsilon=1. That is the expected teaching point, not a bug."
+    "DataLens needs tens of thousands of records: digits' 1,437 make 95 teachers of 15, and "
+    "epsilon=1 affords one step against their noise, so it stays at chance (measured: CNN .15, "
+    "LogReg .09); epsilon=10 reaches about .2 in 59 steps (~10 s), while DP-MERF reaches about "
+    ".8 at epsilon=1. That is the expected teaching point, not a bug."
 )
 
 
