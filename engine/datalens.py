@@ -35,6 +35,12 @@ from engine.events import Event, TrainResult
 
 TITLE = "DataLens"
 
+_TEACHER_NOTES = {
+    "small": "MLP (pixels -> hidden, leaky ReLU -> one output per class), stacked over teachers",
+    "official": "official conditional conv net (label maps at every layer, one output per class, "
+                "per-record layer norm instead of batch norm)",
+}
+
 _DIGITS_HINT = (
     "DataLens needs tens of thousands of records: digits' 1,437 make 95 teachers of 15, and "
     "epsilon=1 affords one step against their noise, so it stays at chance (measured: CNN .15, "
@@ -255,8 +261,7 @@ def train(config, data, device, stop) -> Iterator[Event]:
         "teachers": n, "records_per_teacher": m, "unused_records": data.n_train - n * m,
         "synthetic_batch": batch, "affordable_steps": total, "steps": step, "stopped": stopped,
         "mean_vote_density": float(np.mean(info_votes)) if info_votes else 0.0,
-        "teacher_norm": "per-record layer norm with per-teacher affine (no batch statistics)",
-        "teacher_conditioning": "label maps at every layer + one output per class",
+        "teacher": _TEACHER_NOTES[p.teacher],
     }
     if data.name == "digits":
         info["hint"] = _DIGITS_HINT

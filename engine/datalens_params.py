@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from engine import privacy
 from engine.errors import InputError
 
+TEACHERS = ("small", "official")  # a CPU-sized MLP ensemble; the official conv nets (GPU)
 _RECORDS_PER_TEACHER = 15  # the paper's 60,000 / 4,000
 _MAX_TEACHERS = 4000  # the paper's; more cost time linearly for little gain at ε=1
 _DEFAULT_MEMORY = 8e9  # defaults stay under this estimate; users may go higher
@@ -126,6 +127,10 @@ class Params:
             bad("batch", "an int >= 1 or None (= partition size)", self.batch)
         if m < 1:
             bad("teachers", f"at most {n} so that each teacher gets a record", self.teachers)
+        if self.teacher not in TEACHERS:
+            bad("teacher", f"one of {', '.join(TEACHERS)}", self.teacher)
+        if not _is_int(self.teacher_hidden) or self.teacher_hidden < 1:
+            bad("teacher_hidden", "an int >= 1", self.teacher_hidden)
         if len(self.teacher_widths) != 3 or len(self.student_widths) != 2 or \
                 min(*self.teacher_widths, *self.student_widths) < 1:
             bad("teacher_widths/student_widths", "3 and 2 positive ints", (self.teacher_widths, self.student_widths))

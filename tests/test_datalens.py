@@ -141,7 +141,9 @@ def test_validate_errors(digits):
     base = datalens.Params.for_dataset("digits")
     cases = {"top_k": (65, "top_k"), "teachers": (digits.n_train + 1, "teachers"),
              "sigma": (0.0, "sigma"), "beta": (1.5, "beta"), "clip": (-1.0, "clip"),
-             "gamma": (0.0, "gamma"), "accountant": ("pld", "accountant")}
+             "gamma": (0.0, "gamma"), "accountant": ("pld", "accountant"),
+             "teacher": ("huge", "teacher"), "teacher_hidden": (0, "teacher_hidden"),
+             "records_per_teacher": (0, "records_per_teacher")}
     for field, (value, name) in cases.items():
         with pytest.raises(InputError, match=f"'{name}' parameter of DataLens"):
             replace(base, **{field: value}).validate(digits)
@@ -238,3 +240,12 @@ def test_nothing_but_the_noisy_votes_reaches_the_output(digits, monkeypatch):
             assert np.array_equal(ea.samples[0], eb.samples[0])
     ra, rb = a[-1].result, b[-1].result
     assert np.array_equal(ra.x, rb.x) and ra.privacy == rb.privacy and ra.info == rb.info
+
+
+@pytest.mark.parametrize("teacher", ["small", "official"])
+def test_both_teacher_kinds_train(digits, teacher):
+    cfg, events = _run(digits, epsilon=math.inf, max_steps=2, teacher=teacher)
+    assert [e.step for e in events if e.phase == "train"] == [1, 2]
+    r = events[-1].result
+    assert r.x.shape == (50, 1, 8, 8) and np.isfinite(r.x).all()
+    assert r.info["teacher"].startswith("MLP" if teacher == "small" else "official")
