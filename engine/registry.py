@@ -3,7 +3,8 @@
 A method module must define
   - `TITLE`: a human name;
   - `Params`: a dataclass of its knobs with `for_dataset(dataset_name) -> Params`
-    (defaults sized for that dataset) and `validate(dataset) -> Params`;
+    (defaults sized for that dataset), optionally `for_data(dataset) -> Params` (defaults
+    derived from the loaded data, preferred when present) and `validate(dataset) -> Params`;
   - `train(config, data, device, stop) -> Iterator[Event]`, yielding Events and ending
     with one whose `result` is a TrainResult; it checks `stop.is_set()` between steps.
 Modules are imported lazily so listing methods stays cheap.
