@@ -108,11 +108,13 @@ def _config_from(args, extra):
 def _train(args, extra) -> int:
     from tqdm import tqdm
 
-    from engine.runner import claim_out_dir, execute, prepare, warnings_for
+    from engine.runner import claim_out_dir, cost_line, execute, prepare, warnings_for
 
     config = _config_from(args, extra)
     prepared = prepare(config)  # all input checks happen before any file is written
     claim_out_dir(args.out, overwrite=args.overwrite)
+    if line := cost_line(config, prepared):
+        print(line, file=sys.stderr)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
     for warning in warnings_for(config, prepared[1]):

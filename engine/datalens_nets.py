@@ -106,6 +106,33 @@ class TeacherEnsemble(nn.Module):
         return out.gather(2, y.unsqueeze(2)).squeeze(2)  # the output of the record's class
 
 
+class MLPTeacherEnsemble(nn.Module):
+    """N small conditional teachers with stacked parameters: x → FC hidden + lReLU(0.2) →
+    FC with one output per class; a teacher reads the output of the record's label.
+
+    Sized for the 15-odd records a teacher sees (tens of thousands of parameters, not
+    the official conv net's 562k), so thousands of them fit in a CPU's memory. Both
+    layers are batched matmuls over the teacher dimension: no loop over teachers.
+    forward(x, y) takes x (N, B, c, h, w) and labels y (N, B); returns logits (N, B).
+    """
+
+    def __init__(self, n_teachers: int, image_shape: tuple[int, int, int], n_classes: int,
+                 hidden: int = 64, *, seed: int = 0):
+        super().__init__()
+        gen = torch.Generator().manual_seed(seed)
+        d = image_shape[0] * image_shape[1] * image_shape[2]
+        self.n = n_teachers
+        self.fc1_w = _normal(gen, n_teachers, d, hidden)
+        self.fc1_b = nn.Parameter(torch.zeros(n_teachers, 1, hidden))
+        self.fc2_w = _normal(gen, n_teachers, hidden, n_classes)
+        self.fc2_b = nn.Parameter(torch.zeros(n_teachers, 1, n_classes))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        h = F.leaky_relu(torch.baddbmm(self.fc1_b, x.flatten(2), self.fc1_w), _SLOPE)  # (N, B, hidden)
+        out = torch.baddbmm(self.fc2_b, h, self.fc2_w)  # (N, B, k)
+        return out.gather(2, y.unsqueeze(2)).squeeze(2)
+
+
 def _record_norm(h: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """Normalise each record's feature vector (last dim); no batch statistics."""
     mean = h.mean(dim=-1, keepdim=True)
@@ -152,6 +179,16 @@ class Student(nn.Module):
         h = h.view(-1, self.ch, *self.s)
         h = F.relu(self.bn2(self.up2(maps(h))))
         return torch.sigmoid(self.up3(maps(h)))
+
+
+def make_teachers(params, image_shape: tuple[int, int, int], n_classes: int, *, seed: int = 0,
+                  n_teachers: int | None = None) -> nn.Module:
+    """The ensemble `params.teacher` names ("small" or "official"), params.teachers strong
+    unless `n_teachers` says otherwise (the cost probe builds a few of the same shape)."""
+    n = n_teachers or params.teachers
+    if params.teacher == "official":
+        return TeacherEnsemble(n, image_shape, n_classes, tuple(params.teacher_widths), seed=seed)
+    return MLPTeacherEnsemble(n, image_shape, n_classes, params.teacher_hidden, seed=seed)
 
 
 def sample_latent(n: int, latent: int, *, gen: torch.Generator | None = None, device="cpu") -> torch.Tensor:

@@ -3,7 +3,8 @@
 A method module must define
   - `TITLE`: a human name;
   - `Params`: a dataclass of its knobs with `for_dataset(dataset_name) -> Params`
-    (defaults sized for that dataset) and `validate(dataset) -> Params`;
+    (defaults sized for that dataset), optionally `for_data(dataset) -> Params` (defaults
+    derived from the loaded data, preferred when present) and `validate(dataset) -> Params`;
   - `train(config, data, device, stop) -> Iterator[Event]`, yielding Events and ending
     with one whose `result` is a TrainResult; it checks `stop.is_set()` between steps.
 Modules are imported lazily so listing methods stays cheap.
@@ -35,7 +36,9 @@ def get_method(name: str) -> ModuleType:
 def make_params(method: str, dataset, overrides: dict | None = None):
     """The method's defaults for this dataset, updated with the user's overrides, validated."""
     module = get_method(method)
-    params = module.Params.for_dataset(dataset.name)
+    # Defaults derived from the data itself (size, shape) when the method can; else by name.
+    for_data = getattr(module.Params, "for_data", None)
+    params = for_data(dataset) if for_data else module.Params.for_dataset(dataset.name)
     fields = set(params.__dataclass_fields__)
     unknown = set(overrides or {}) - fields
     if unknown:

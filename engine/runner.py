@@ -33,6 +33,9 @@ def prepare(config: RunConfig):
     method = get_method(config.method)
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     make_params(config.method, data, config.params)
+    refuse = estimate(method, config, data).get("refuse")
+    if refuse:  # a run that cannot fit in memory ends here with one line, not a traceback
+        raise InputError(refuse)
     return method, data, resolve_device(config.device)
 
 
@@ -70,6 +73,27 @@ def warnings_for(config: RunConfig, data: datasets.Dataset) -> list[str]:
     """Legal settings that weaken the guarantee; the CLI prints them, metrics.json keeps them."""
     note = delta_warning(config.delta, data.n_train) if config.private else None
     return [note] if note else []
+
+
+def estimate(method, config: RunConfig, data) -> dict:
+    """The method's cost estimate before training ("estimated memory (GB)", "estimated
+    s / iteration", "estimated seconds", "refuse"), from its preview; {} when it has none."""
+    preview = getattr(method, "privacy_preview", None)
+    keys = ("estimated memory (GB)", "estimated s / iteration", "estimated seconds", "refuse")
+    return {k: v for k, v in (preview(config, data) if preview else {}).items() if k in keys}
+
+
+def cost_line(config: RunConfig, prepared) -> str:
+    """One line for the CLI before training, e.g. "estimated: 4.5 GB, 3.1 s/iteration, ~8 min";
+    "" when the method gives no estimate. `prepared` is what `prepare` returned."""
+    est = estimate(prepared[0], config, prepared[1])
+    if "estimated seconds" not in est:
+        return ""
+    parts = [f"{est['estimated memory (GB)']:.2g} GB"] if "estimated memory (GB)" in est else []
+    if "estimated s / iteration" in est:
+        parts.append(f"{est['estimated s / iteration']:.2g} s/iteration")
+    parts.append(f"~{est['estimated seconds'] / 60:.1f} min of training")
+    return "estimated: " + ", ".join(parts)
 
 
 def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | None = None,

@@ -25,19 +25,14 @@ from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
 HINTS = {
     ("datalens", "digits"): (
         "warning",
-        "DataLens on digits stays near chance at ε = 1: its 1,437 training records split "
-        "across the teachers leave too few per teacher to outvote the noise (about .3 at "
-        "ε = 10). DP-MERF does about .8 here at ε = 1. Pick DP-MERF, or raise ε to see "
-        "DataLens start to learn."),
+        "DataLens on digits stays near chance at ε = 1: 1,437 training records make only 95 "
+        "teachers of 15, and the budget affords one step against their noise (measured: CNN "
+        ".15, LogReg .09). At ε = 10 it reaches about .2 in 59 steps (~10 s). DP-MERF does "
+        "about .8 here at ε = 1. DataLens needs tens of thousands of records: try Fashion-MNIST."),
     ("dpmerf", "digits"): (
         "info",
         "DP-MERF releases one noisy summary of the data, then trains as long as it likes "
         "for free: on digits at ε = 1 it reaches about .8 logistic-regression accuracy."),
-    ("datalens", "fashion_mnist"): (
-        "info", "DataLens at ε = 1 on Fashion-MNIST needs thousands of teachers and hours "
-                "on a CPU; the paper reports .65 (CNN). Try a short run on a GPU."),
-    ("datalens", "mnist"): (
-        "info", "DataLens at ε = 1 on MNIST: paper .71 (CNN), hours on a CPU."),
 }
 
 
@@ -194,7 +189,7 @@ with settings:
     if hint:
         getattr(st, hint[0])(hint[1])
 
-    data = config = None
+    data = config = refuse = None
     if not info[dataset]["available"]:
         st.error(f"{dataset} is not available on this machine: {info[dataset]['where']}.")
     elif data_options is not None:
@@ -209,6 +204,9 @@ with settings:
             config = None
         else:
             st.markdown("**Derived before training** (no data touched yet)")
+            refuse = preview.get("refuse")
+            if refuse:
+                st.error(refuse)
             nums = {k: v for k, v in preview.items() if isinstance(v, (int, float))}
             cols = st.columns(2)
             for i, (k, v) in enumerate(nums.items()):
@@ -216,7 +214,7 @@ with settings:
             for k, v in preview.items():
                 if k == "hint" and hint is None:
                     st.info(v)
-                elif k != "hint" and not isinstance(v, (int, float)):
+                elif k not in ("hint", "refuse") and not isinstance(v, (int, float)):
                     st.caption(f"{k}: {v}")
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
 
@@ -224,8 +222,8 @@ with settings:
     snap = jobs().snapshot(run_id) if run_id else None
     running = snap is not None and not snap.status.terminal
     b1, b2 = actions.columns(2)
-    if b1.button("Train", type="primary", disabled=config is None or running,
-                 key="pg_train", use_container_width=True):
+    if b1.button("Train", type="primary", disabled=config is None or running or bool(refuse),
+                 key="pg_train", use_container_width=True, help=refuse):
         try:
             st.session_state["pg_run"] = jobs().submit(config)
             st.session_state["pg_seen_active"] = True

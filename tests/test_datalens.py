@@ -141,7 +141,9 @@ def test_validate_errors(digits):
     base = datalens.Params.for_dataset("digits")
     cases = {"top_k": (65, "top_k"), "teachers": (digits.n_train + 1, "teachers"),
              "sigma": (0.0, "sigma"), "beta": (1.5, "beta"), "clip": (-1.0, "clip"),
-             "gamma": (0.0, "gamma"), "accountant": ("pld", "accountant")}
+             "gamma": (0.0, "gamma"), "accountant": ("pld", "accountant"),
+             "teacher": ("huge", "teacher"), "teacher_hidden": (0, "teacher_hidden"),
+             "records_per_teacher": (0, "records_per_teacher")}
     for field, (value, name) in cases.items():
         with pytest.raises(InputError, match=f"'{name}' parameter of DataLens"):
             replace(base, **{field: value}).validate(digits)
@@ -213,3 +215,37 @@ def test_non_private_run_uses_fixed_steps_and_no_noise(digits):
     r = events[-1].result
     assert r.privacy["noise_multiplier"] == 0.0 and r.privacy["releases"][0]["sigma"] == 0.0
     assert math.isinf(r.privacy["epsilon_spent"])
+
+
+def test_nothing_but_the_noisy_votes_reaches_the_output(digits, monkeypatch):
+    """Issue 11: the teachers' loss on the real partitions (or any other statistic of them)
+    must not be released. Cut the one private path — the noisy vote aggregate — and train
+    on two different private sets: every event (loss, metrics, samples) and the result
+    (images, privacy report, info) must then be identical, because nothing else may depend
+    on the private records."""
+    monkeypatch.setattr(datalens, "top_agg", lambda votes, sigma, beta: torch.zeros(
+        votes.shape[1:], dtype=torch.float32))
+    other = replace(digits, x_train=1.0 - digits.x_train, y_train=(digits.y_train + 3) % 10)
+    runs = []
+    for data in (digits, other):
+        cfg = RunConfig(method="datalens", dataset="digits", epsilon=math.inf, n_synthetic=30,
+                        params={**TINY, "max_steps": 4})
+        runs.append(list(datalens.train(cfg, data, "cpu", threading.Event())))
+    a, b = runs
+    assert len(a) == len(b)
+    for ea, eb in zip(a, b):
+        assert (ea.phase, ea.step, ea.loss, ea.metrics) == (eb.phase, eb.step, eb.loss, eb.metrics)
+        assert not any("teacher" in k for k in ea.metrics)
+        if ea.samples is not None:
+            assert np.array_equal(ea.samples[0], eb.samples[0])
+    ra, rb = a[-1].result, b[-1].result
+    assert np.array_equal(ra.x, rb.x) and ra.privacy == rb.privacy and ra.info == rb.info
+
+
+@pytest.mark.parametrize("teacher", ["small", "official"])
+def test_both_teacher_kinds_train(digits, teacher):
+    cfg, events = _run(digits, epsilon=math.inf, max_steps=2, teacher=teacher)
+    assert [e.step for e in events if e.phase == "train"] == [1, 2]
+    r = events[-1].result
+    assert r.x.shape == (50, 1, 8, 8) and np.isfinite(r.x).all()
+    assert r.info["teacher"].startswith("MLP" if teacher == "small" else "official")

@@ -1,0 +1,139 @@
+"""What a DataLens run will cost before it starts: peak memory and seconds per iteration.
+
+Memory is counted from the shapes the trainer allocates (float32): the stacked teacher
+parameters with their gradients and Adam's two moments, the gathered real partitions,
+and the largest transient of one iteration (a teacher step's activations, or the
+per-record gradients with their top-k and vote tensors), plus the student.
+
+Time is measured, not guessed: one teacher step and one round of votes are timed on a
+small ensemble of the same shape on the same device, using random images (no private
+data is read), and scaled linearly in the number of teachers — every teacher-side
+operation is one batched pass over the teacher dimension, so its cost is linear in N.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import lru_cache
+
+import torch
+
+_F32 = 4
+_PROBE_TEACHERS = 96  # big enough that per-call overhead does not dominate the timing
+_REFUSE_SHARE = 0.9  # leave a tenth of the machine to the OS and the app itself
+
+
+def _teacher_numel(params, image_shape, n_classes) -> int:
+    from engine.datalens_nets import make_teachers
+
+    return sum(t.numel() for t in make_teachers(params, image_shape, n_classes, n_teachers=1).parameters())
+
+
+def _student_numel(params, image_shape, n_classes) -> int:
+    from engine.datalens_nets import Student
+
+    return sum(t.numel() for t in Student(params.latent, n_classes, image_shape,
+                                          tuple(params.student_widths)).parameters())
+
+
+def _activations_per_row(params, image_shape, n_classes) -> int:
+    """float32 values one teacher keeps per scored record for the backward pass."""
+    c, h, w = image_shape
+    d = c * h * w
+    if params.teacher == "official":
+        c1, c2, f = params.teacher_widths
+        a1 = c1 * ((h + 1) // 2) * ((w + 1) // 2)
+        a2 = c2 * ((h + 3) // 4) * ((w + 3) // 4)
+        # input copy in the grouped-conv layout, conv outputs, label maps, activations, norms
+        return 2 * d + 4 * a1 + 6 * a2 + 6 * f + 2 * n_classes
+    return 4 * params.teacher_hidden + 3 * n_classes
+
+
+def memory_bytes(params, image_shape, n_classes, n_train) -> dict[str, int]:
+    """Estimated peak bytes of a run, by part; "total" is their sum."""
+    n, m = params.teachers, params.partition_size(n_train)
+    batch = params.synthetic_batch(n_train)
+    d = image_shape[0] * image_shape[1] * image_shape[2]
+    k = params.top_k
+    rows = _activations_per_row(params, image_shape, n_classes)
+    step = _F32 * n * m * (d + 2 * rows)  # the fakes plus real and fake activations
+    # teacher_votes: descent + its |·| + the zeroed int8 output, top-k values (4) and
+    # indices (8), the gathered, clipped, p, u values (4 each), int64 signs, then int8 votes
+    votes = n * batch * (2 * _F32 * d + d + rows * _F32 + k * (4 + 8 + 4 * 4 + 8 + 1))
+    parts = {
+        "teacher state": 4 * _F32 * n * _teacher_numel(params, image_shape, n_classes),
+        "real partitions": n * m * (_F32 * d + 8),
+        "iteration transient": max(step, votes),
+        "student": 4 * _F32 * _student_numel(params, image_shape, n_classes),
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def machine_memory(device: torch.device) -> int:
+    """Total memory of the device the run would use: GPU memory on CUDA, else RAM."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[1]
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def refusal(need: int, device: torch.device) -> str | None:
+    """One line saying why the run cannot fit, with the fix; None when it fits."""
+    have = machine_memory(device)
+    if need <= _REFUSE_SHARE * have:
+        return None
+    where = "GPU" if device.type == "cuda" else "machine"
+    return (f"DataLens needs ~{need / 1e9:.1f} GB, this {where} has {have / 1e9:.0f} GB: "
+            f"use fewer teachers, fewer records per teacher, or teacher='small'.")
+
+
+def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch.device) -> dict[str, float]:
+    """{"teacher step", "votes", "iteration", "first iteration"} in seconds, measured on a
+    small ensemble of the same shape on `device` and scaled to params.teachers."""
+    key = (params.teacher, params.teacher_hidden, tuple(params.teacher_widths), tuple(image_shape),
+           n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
+           str(device))
+    t_step, t_votes = _probe(*key)
+    scale = params.teachers / min(params.teachers, _PROBE_TEACHERS)
+    step, votes = t_step * scale, t_votes * scale
+    return {"teacher step": step, "votes": votes,
+            "iteration": params.teacher_steps * step + votes,
+            "first iteration": params.first_teacher_steps * step + votes}
+
+
+@lru_cache(maxsize=32)
+def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, device_name):
+    from dataclasses import replace
+
+    from engine.datalens import Params, top_agg
+    from engine.datalens_nets import make_teachers
+    from engine.datalens_step import teacher_update, teacher_votes
+
+    device = torch.device(device_name)
+    n = _PROBE_TEACHERS
+    p = replace(Params(), teacher=teacher, teacher_hidden=hidden, teacher_widths=widths)
+    gen = torch.Generator(device=device).manual_seed(0)
+    teachers = make_teachers(p, image_shape, n_classes, n_teachers=n).to(device)
+    opt = torch.optim.Adam(teachers.parameters(), 1e-4, fused=True)
+    x = torch.rand(n, m, *image_shape, device=device)
+    y = torch.randint(0, n_classes, (n, m), device=device)
+    x_syn = torch.rand(batch, *image_shape, device=device)
+    y_syn = torch.randint(0, n_classes, (batch,), device=device)
+
+    def timed(fn) -> float:
+        fn()  # warm-up: allocations, Adam's state, kernel selection
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(2):
+            fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return (time.perf_counter() - t0) / 2
+
+    t_step = timed(lambda: teacher_update(teachers, opt, x, y, x.flip(1)))
+    # votes and their aggregate (σ = 1 here: a timing of random votes on random images)
+    t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, min(top_k, x_syn[0].numel()),
+                                                  1e-5, gen), 1.0, 0.5))
+    return t_step, t_votes

@@ -1,0 +1,35 @@
+"""The Playground with DataLens: the cost estimate shows before training, and a run that
+cannot fit is refused with its reason and a disabled Train button (AppTest, same process,
+so the machine's memory can be shrunk with monkeypatch)."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from engine import datalens_cost
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def _playground(monkeypatch, tmp_path) -> AppTest:
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["method"] = "datalens"
+    return at.run()
+
+
+def test_estimates_show_and_train_is_enabled(monkeypatch, tmp_path):
+    at = _playground(monkeypatch, tmp_path)
+    assert not at.exception
+    labels = {m.label for m in at.metric}
+    assert {"estimated memory (GB)", "estimated s / iteration", "estimated seconds"} <= labels
+    assert not at.button(key="pg_train").disabled
+
+
+def test_a_run_that_cannot_fit_disables_train_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(datalens_cost, "machine_memory", lambda device: 1_000_000)  # a 1 MB machine
+    at = _playground(monkeypatch, tmp_path)
+    assert not at.exception
+    assert any("DataLens needs" in e.value and "this machine has 0 GB" in e.value for e in at.error)
+    train = at.button(key="pg_train")
+    assert train.disabled and "DataLens needs" in train.help
