@@ -151,6 +151,14 @@ def config_from_settings(*, dataset: str, method: str, eps: str, delta: str, see
                      params={k: v for k, v in params.items()}).validate()
 
 
+def is_knob_key(key: object) -> bool:
+    """Playground widget keys of method knobs are "<method>_<knob>" (dpmerf_epochs);
+    they are what a dataset or method switch must reset."""
+    from engine.registry import METHODS
+
+    return isinstance(key, str) and any(key.startswith(f"{m}_") for m in METHODS)
+
+
 def changed_params(params, values: dict[str, Any]) -> dict[str, Any]:
     """Only the knobs that differ from the dataset's defaults (short configs, clean URLs)."""
     out = {}

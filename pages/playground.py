@@ -16,6 +16,7 @@ from engine.errors import InputError
 from engine.registry import available_methods, get_method
 from engine.store import RunStatus
 from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
+                             is_knob_key,
                              config_from_settings, epsilon_label, grid_scale, image_grid,
                              knobs)
 from ui import live_view
@@ -42,10 +43,16 @@ HINTS = {
 
 
 def _reset_knobs() -> None:
-    """Dataset or method changed: drop knob values so the new defaults apply."""
-    for key in list(st.session_state):
-        if isinstance(key, str) and re.match(r"^(dpmerf|datalens)_", key):
-            del st.session_state[key]
+    """Dataset or method changed: set every knob to the new dataset's defaults.
+
+    The knobs are bound to the URL, and a bound widget whose state is merely dropped
+    takes its value back from the query string (digits → Fashion kept digits' epochs
+    under a "defaults for fashion_mnist" heading). Assigning the defaults in this
+    callback outranks the URL, and Streamlit then rewrites the URL to match.
+    """
+    method, dataset = st.session_state["method"], st.session_state["dataset"]
+    for k in knobs(get_method(method).Params.for_dataset(dataset)):
+        st.session_state[f"{method}_{k.name}"] = k.default
 
 
 def _upload(kind: str) -> dict | None:

@@ -76,6 +76,45 @@ def test_settings_come_back_from_the_url(runs_root):
         privacy.calibrate_noise_multiplier(epsilon=0.5, delta=1e-6), rel=1e-3)
 
 
+def _knob_values(at, method: str) -> dict:
+    return {n.key[len(method) + 1:]: n.value for n in at.number_input
+            if n.key and n.key.startswith(f"{method}_")}
+
+
+def _defaults(method: str, dataset: str) -> dict:
+    from engine.registry import get_method
+
+    return {k.name: k.default for k in knobs(get_method(method).Params.for_dataset(dataset))
+            if k.kind != "choice" and k.kind != "bool"}
+
+
+def test_switching_dataset_resets_knobs_even_when_the_url_holds_them(runs_root):
+    # A shared link carries digits' values; the switch must not keep them (the bug:
+    # digits → Fashion kept 45,000 steps under "defaults for fashion_mnist").
+    at = app({"dpmerf_epochs": "45", "dpmerf_n_features": "600"})
+    assert at.number_input(key="dpmerf_epochs").value == 45
+    at.selectbox(key="dataset").set_value("breast_cancer").run()
+    assert not at.exception
+    assert _knob_values(at, "dpmerf") == _defaults("dpmerf", "breast_cancer")
+    assert "dpmerf_epochs" not in at.query_params  # the URL follows the widgets
+    assert any("defaults for breast_cancer" in m.value for m in at.markdown)
+    at.number_input(key="dpmerf_epochs").set_value(7).run()
+    at.selectbox(key="dataset").set_value("digits").run()
+    assert _knob_values(at, "dpmerf") == _defaults("dpmerf", "digits")
+
+
+def test_switching_method_resets_knobs_to_that_methods_defaults(runs_root):
+    at = app({"dpmerf_epochs": "45"})
+    at.selectbox(key="method").set_value("datalens").run()
+    assert not at.exception
+    at.number_input(key="datalens_teachers").set_value(50).run()
+    assert at.number_input(key="datalens_teachers").value == 50
+    at.selectbox(key="method").set_value("dpmerf").run()
+    assert _knob_values(at, "dpmerf") == _defaults("dpmerf", "digits")
+    at.selectbox(key="method").set_value("datalens").run()
+    assert _knob_values(at, "datalens") == _defaults("datalens", "digits")
+
+
 def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     at = app({"dpmerf_n_features": "500", "dpmerf_epochs": "1"})
     at.button(key="pg_train").click().run()
