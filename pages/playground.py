@@ -20,6 +20,7 @@ from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_p
                              config_from_settings, epsilon_label, grid_scale, image_grid,
                              knobs)
 from ui import live_view
+from ui.cost import COST_KEYS, draw_cost
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
 
@@ -193,8 +194,10 @@ with settings:
             show_input_error(e)
             config = None
         else:
+            draw_cost(preview)
             st.markdown("**Derived before training** (no data touched yet)")
-            nums = {k: v for k, v in preview.items() if isinstance(v, (int, float))}
+            nums = {k: v for k, v in preview.items()
+                    if isinstance(v, (int, float)) and k not in COST_KEYS}
             cols = st.columns(2)
             for i, (k, v) in enumerate(nums.items()):
                 cols[i % 2].metric(k, f"{v:.3g}" if isinstance(v, float) else f"{v:,}", help=k)
