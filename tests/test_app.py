@@ -138,7 +138,7 @@ def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     assert not at.exception
     table = at.dataframe[0].value
     assert rid in set(table["run"]) and table.loc[table["run"] == rid, "status"].item() == "finished"
-    assert at.multiselect(key="runs_pick").value == [rid]
+    assert at.multiselect(key="runs_pick").value[0] == rid  # newest first, then gallery runs
     labels = {b.label for b in at.get("download_button")}
     assert {"⬇ synthetic.npz", "⬇ samples.png", "⬇ config.json", "⬇ metrics.json"} <= labels
     assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
@@ -203,23 +203,47 @@ def test_learn_page_demos_move_with_their_sliders(runs_root):
     assert any("DataLens stays near chance" in m.value for m in at.markdown)
 
 
+def _queued(runs_root):
+    """The runs a test queued (not the gallery's), cancelled so nothing keeps training."""
+    from ui.common import _jobs_for
+
+    jm = _jobs_for(str(Path(runs_root).resolve()))
+    rows = [r for r in RunStore(runs_root, recover=False).list_runs() if r["sweep"] != "gallery"]
+    for r in rows:
+        jm.cancel(r["id"])
+    for r in rows:
+        assert jm.wait(r["id"], timeout=60).terminal
+    return rows
+
+
 def test_sweep_queues_one_run_per_epsilon_and_seed(runs_root):
     at = app()
     at.switch_page("pages/runs.py").run()
     at.multiselect(key="sweep_eps").set_value(["0.5", "2"])
     at.number_input(key="sweep_seeds").set_value(2)
-    at.get("form_submit_button")[0].click().run()
+    at.text_input(key="sweep_name").set_value("my sweep")
+    at.button(key="sweep_go").click().run()
     assert not at.exception
-    from ui.common import _jobs_for
-
-    jm = _jobs_for(str(Path(runs_root).resolve()))
-    rows = RunStore(runs_root, recover=False).list_runs()
-    for r in rows:
-        jm.cancel(r["id"])
-    assert len(rows) == 4 and len({r["sweep"] for r in rows}) == 1
+    rows = _queued(runs_root)
+    assert len(rows) == 4 and {r["sweep"] for r in rows} == {"my sweep"}
     assert sorted((r["epsilon"], r["seed"]) for r in rows) == [(0.5, 0), (0.5, 1), (2.0, 0), (2.0, 1)]
-    for r in rows:
-        assert jm.wait(r["id"], timeout=60).terminal
+
+
+def test_sweep_may_vary_any_knob_and_rejects_bad_values(runs_root):
+    at = app()
+    at.switch_page("pages/runs.py").run()
+    at.multiselect(key="sweep_eps").set_value(["1"])
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.selectbox(key="sweep_knob").set_value("lr").run()
+    at.text_input(key="sweep_values").set_value("0.01, banana")
+    at.button(key="sweep_go").click().run()
+    assert any("lr values must each be a number" in e.value for e in at.error)
+    assert _queued(runs_root) == []
+    at.text_input(key="sweep_values").set_value("0.005, 0.02")
+    at.button(key="sweep_go").click().run()
+    assert not at.exception
+    rows = _queued(runs_root)
+    assert sorted(r["config"]["params"]["lr"] for r in rows) == [0.005, 0.02]
 
 
 # ------------------------------------------------------------ helpers behind the pages
@@ -251,17 +275,24 @@ def test_image_grid_and_marginals():
 
 
 def test_privacy_utility_means_over_seeds():
-    def row(m, e, acc, real=0.95, status="finished"):
+    def row(m, e, acc, real=0.95, status="finished", params=None, seed=0):
         return {"method": m, "epsilon": e, "accuracy": acc, "real_accuracy": real,
-                "status": status}
+                "status": status, "config": {"method": m, "dataset": "digits", "seed": seed,
+                                             "delta": 1e-5, "params": params or {}}}
 
-    pu = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8),
+    pu = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8, seed=1),
                           row("dpmerf", 10.0, 0.85), row("dpmerf", math.inf, 0.9),
+                          # same as the defaults: the same configuration
+                          row("dpmerf", 10.0, 0.95, params={"lr": 0.01}),
+                          row("dpmerf", 1.0, 0.3, params={"epochs": 3}),
                           row("datalens", 1.0, 0.1), row("dpmerf", 1.0, 0.0, status="failed")])
-    d = pu["lines"]["dpmerf"]
-    assert d["epsilon"] == [1.0, 10.0] and d["mean"][0] == pytest.approx(0.75)
+    d = pu["lines"][("dpmerf", "defaults")]
+    assert d["epsilon"] == [1.0, 10.0] and d["mean"] == pytest.approx([0.75, 0.9])
     assert (d["lo"][0], d["hi"][0], d["n"][0]) == (0.7, 0.8, 2)
-    assert pu["nonprivate"] == {"dpmerf": 0.9} and pu["real"] == pytest.approx(0.95)
+    assert pu["lines"][("dpmerf", "epochs=3")]["mean"] == [0.3]
+    assert set(pu["lines"]) == {("dpmerf", "defaults"), ("dpmerf", "epochs=3"),
+                                ("datalens", "defaults")}
+    assert pu["nonprivate"] == {("dpmerf", "defaults"): 0.9} and pu["real"] == pytest.approx(0.95)
 
 
 def test_demos_behave():
