@@ -36,6 +36,19 @@ def format_epsilon(eps: float | None) -> str:
     return f"{eps:g}"
 
 
+def privacy_in_words(eps: float, delta: float) -> str:
+    """(ε, δ) as a plain sentence: the odds ratio e^ε and δ as a failure chance."""
+    if math.isinf(eps):
+        return ("ε = ∞: no privacy at all. Nothing limits what the output reveals about "
+                "any one person (a reference run, trained without noise).")
+    ratio = math.exp(eps)
+    return (f"ε = {eps:g} means: any result is at most e^ε ≈ {ratio:,.3g}× as likely with "
+            f"one person's record as without it, so whoever sees the output can raise "
+            f"their odds that this person is in the data at most {ratio:,.3g}-fold (from "
+            f"1:1 to {ratio:,.3g}:1). δ = {delta:g} is the small chance that this promise "
+            f"fails; keep it well below 1 / number of records.")
+
+
 @dataclass(frozen=True)
 class Knob:
     """How to show one method parameter: widget kind and bounds."""

@@ -12,11 +12,12 @@ import re
 
 import streamlit as st
 
+from engine.config import parse_epsilon
 from engine.errors import InputError
 from engine.registry import available_methods, get_method
 from engine.store import RunStatus
 from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
-                             is_knob_key,
+                             is_knob_key, privacy_in_words,
                              config_from_settings, epsilon_label, grid_scale, image_grid,
                              knobs)
 from ui import live_view
@@ -160,6 +161,7 @@ with settings:
     delta = st.select_slider("δ", DELTA_CHOICES, value=DEFAULTS["delta"], key="delta",
                              bind="query-params",
                              help="Chance the ε guarantee fails; keep it below 1/records.")
+    st.caption(privacy_in_words(parse_epsilon(eps), float(delta)))
     seed = st.number_input("Seed (model init only; DP noise is never seeded)", min_value=0,
                            value=DEFAULTS["seed"], step=1, key="seed", bind="query-params")
 

@@ -308,3 +308,30 @@ def test_demos_behave():
     c = demos.composition_curve(noise_multiplier=5.0, delta=1e-5, max_compositions=100)
     assert all(e <= r + 1e-9 for e, r in zip(c["exact"], c["rdp"]))
     assert c["exact"] == sorted(c["exact"])
+
+
+def test_gaussian_picture_uses_the_worst_case_neighbour_on_fixed_axes():
+    pics = [demos.gaussian_mechanism(e, 1e-5) for e in (0.1, 1.0, 10.0)]
+    for g in pics:
+        # The neighbours differ by the full sensitivity: the pair the noise must cover.
+        assert g["mean_d2"] - g["mean_d"] == pytest.approx(g["sensitivity"])
+        assert np.sum(g["scores"] != g["scores_neighbour"]) == 1
+        assert g["x_range"] == pics[0]["x_range"] and g["y_max"] == pics[0]["y_max"]
+        assert g["p"].max() <= g["y_max"]  # the tallest curve fits under the fixed top
+    assert pics[0]["sigma"] > pics[1]["sigma"] > pics[2]["sigma"]
+
+
+def test_epsilon_and_delta_in_plain_words():
+    from engine.ui_state import privacy_in_words
+
+    words = privacy_in_words(1.0, 1e-5)
+    assert f"{math.exp(1):.3g}×" in words and "δ = 1e-05" in words
+    assert "1:1 to 1.11:1" in privacy_in_words(0.1, 1e-5)
+    assert "no privacy" in privacy_in_words(math.inf, 1e-5)
+
+
+def test_plain_words_on_playground_and_learn(runs_root):
+    at = app({"eps": "2"})
+    assert any("e^ε ≈ 7.39×" in c.value for c in at.caption)
+    at.switch_page("pages/learn.py").run()
+    assert any("e^ε ≈ 2.72×" in i.value for i in at.info)
