@@ -42,11 +42,11 @@ def privacy_in_words(eps: float, delta: float) -> str:
         return ("ε = ∞: no privacy at all. Nothing limits what the output reveals about "
                 "any one person (a reference run, trained without noise).")
     ratio = math.exp(eps)
-    return (f"ε = {eps:g} means: any result is at most e^ε ≈ {ratio:,.3g}× as likely with "
-            f"one person's record as without it, so whoever sees the output can raise "
-            f"their odds that this person is in the data at most {ratio:,.3g}-fold (from "
-            f"1:1 to {ratio:,.3g}:1). δ = {delta:g} is the small chance that this promise "
-            f"fails; keep it well below 1 / number of records.")
+    return (f"ε = {eps:g}: any result is at most e^ε ≈ {ratio:,.3g}× as likely with one "
+            f"person's record as without it, so seeing it raises anyone's odds that this "
+            f"person is in the data at most {ratio:,.3g}-fold (from 1:1 to {ratio:,.3g}:1). "
+            f"δ = {delta:g}: the small chance that this promise fails (keep it below "
+            f"1 / records).")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import math
 import streamlit as st
 
 from engine.errors import InputError
+from engine.gallery import SWEEP as GALLERY_SWEEP
 from engine.store import RunStatus
 from engine.ui_state import format_epsilon, privacy_utility, runs_rows
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
@@ -71,7 +72,9 @@ else:
 
 ids = [r["id"] for r in shown]
 by_id = {r["id"]: r for r in runs}
-default_pick = [r["id"] for r in shown if r["status"] == "finished"][:2]
+# The user's own latest runs; the gallery's are compared across ε further down.
+default_pick = [r["id"] for r in shown if r["status"] == "finished"
+                and r["sweep"] != GALLERY_SWEEP][:2]
 picked = st.multiselect("Pick runs to compare, download or delete", ids,
                         default=default_pick, key="runs_pick",
                         format_func=lambda i: f"{i} · {by_id[i]['method']} · "
@@ -105,19 +108,20 @@ if picked:
                                        f"{rid}-{name}", mime=mime, key=f"dl_{rid}_{name}",
                                        use_container_width=True)
     hist = {rid: store.metric_history(rid) for rid in picked}
-    a, b = st.columns(2)
     loss = {rid: tuple(zip(*[(s, v) for s, v in h.get("loss", []) if v is not None]))
             for rid, h in hist.items()}
     eps = {rid: tuple(zip(*[(s, v) for s, v in h.get("epsilon_spent", [])
                             if v is not None and math.isfinite(v)])) for rid, h in hist.items()}
-    with a:
-        fig = line_figure({k: v for k, v in loss.items() if v}, title="Loss",
-                          x_title="step", y_title="loss")
-        fig.update_yaxes(type="log")
-        st.plotly_chart(fig, key="runs_loss")
-    with b:
-        st.plotly_chart(line_figure({k: v for k, v in eps.items() if v}, title="ε spent",
-                                    x_title="step", y_title="ε"), key="runs_eps")
+    if any(loss.values()) or any(eps.values()):  # gallery runs keep no curves
+        a, b = st.columns(2)
+        with a:
+            fig = line_figure({k: v for k, v in loss.items() if v}, title="Loss",
+                              x_title="step", y_title="loss")
+            fig.update_yaxes(type="log")
+            st.plotly_chart(fig, key="runs_loss")
+        with b:
+            st.plotly_chart(line_figure({k: v for k, v in eps.items() if v}, title="ε spent",
+                                        x_title="step", y_title="ε"), key="runs_eps")
     with st.popover(f"Delete {len(picked)} picked run(s)"):
         st.write("This removes the runs and their files for good.")
         if st.button("Delete", type="primary", key="runs_delete"):

@@ -138,7 +138,7 @@ def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     assert not at.exception
     table = at.dataframe[0].value
     assert rid in set(table["run"]) and table.loc[table["run"] == rid, "status"].item() == "finished"
-    assert at.multiselect(key="runs_pick").value[0] == rid  # newest first, then gallery runs
+    assert at.multiselect(key="runs_pick").value == [rid]  # the user's runs, not the gallery's
     labels = {b.label for b in at.get("download_button")}
     assert {"⬇ synthetic.npz", "⬇ samples.png", "⬇ config.json", "⬇ metrics.json"} <= labels
     assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
