@@ -167,12 +167,9 @@ def config_from_settings(*, dataset: str, method: str, eps: str, delta: str, see
                      params={k: v for k, v in params.items()}).validate()
 
 
-def is_knob_key(key: object) -> bool:
-    """Playground widget keys of method knobs are "<method>_<knob>" (dpmerf_epochs);
-    they are what a dataset or method switch must reset."""
-    from engine.registry import METHODS
-
-    return isinstance(key, str) and any(key.startswith(f"{m}_") for m in METHODS)
+def knob_key(method: str, name: str) -> str:
+    """The Playground's widget key (and URL name) of a method knob: dpmerf_epochs."""
+    return f"{method}_{name}"
 
 
 def changed_params(params, values: dict[str, Any]) -> dict[str, Any]:

@@ -17,11 +17,12 @@ from engine.errors import InputError
 from engine.registry import available_methods, get_method
 from engine.store import RunStatus
 from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
-                             is_knob_key, privacy_in_words,
+                             knob_key, privacy_in_words,
                              config_from_settings, epsilon_label, grid_scale, image_grid,
                              knobs)
 from ui import live_view
 from ui.cost import COST_KEYS, draw_cost
+from ui.knob_widgets import knob_widget
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
 
@@ -54,7 +55,7 @@ def _reset_knobs() -> None:
     """
     method, dataset = st.session_state["method"], st.session_state["dataset"]
     for k in knobs(get_method(method).Params.for_dataset(dataset)):
-        st.session_state[f"{method}_{k.name}"] = k.default
+        st.session_state[knob_key(method, k.name)] = k.default
 
 
 def _upload(kind: str) -> dict | None:
@@ -90,33 +91,6 @@ def _upload(kind: str) -> dict | None:
     if cats:
         opts["categorical"] = cats
     return opts
-
-
-def _knob_widget(method: str, k) -> object:
-    key = f"{method}_{k.name}"
-    label = k.name.replace("_", " ")
-    common = dict(key=key, help=k.help or None, bind="query-params")
-    if k.kind == "int":
-        return st.number_input(label, min_value=int(k.lo) if k.lo is not None else None,
-                               max_value=int(k.hi) if k.hi is not None else None,
-                               value=int(k.default), step=int(k.step or 1), **common)
-    if k.kind == "float":
-        return st.number_input(label, min_value=float(k.lo) if k.lo is not None else None,
-                               max_value=float(k.hi) if k.hi is not None else None,
-                               value=float(k.default), format="%g", **common)
-    if k.kind == "optional_float":
-        return st.number_input(label, min_value=float(k.lo) if k.lo is not None else None,
-                               max_value=float(k.hi) if k.hi is not None else None,
-                               value=k.default, format="%g", placeholder="dataset default",
-                               **common)
-    if k.kind == "optional_int":
-        return st.number_input(label, min_value=int(k.lo) if k.lo is not None else None,
-                               max_value=int(k.hi) if k.hi is not None else None,
-                               value=k.default, step=1, placeholder="automatic", **common)
-    if k.kind == "bool":
-        return st.checkbox(label, value=bool(k.default), **common)
-    return st.selectbox(label, list(k.choices), index=list(k.choices).index(k.default),
-                        **common)
 
 
 def _data_shape(name: str, options: dict | None) -> tuple[int | None, int | None]:
@@ -173,10 +147,10 @@ with settings:
     all_knobs = knobs(defaults, n_train=shape_info[0], n_dims=shape_info[1])
     st.markdown(f"**{module.TITLE} settings** (defaults for {dataset})")
     for k in [k for k in all_knobs if k.main]:
-        values[k.name] = _knob_widget(method, k)
+        values[k.name] = knob_widget(method, k)
     with st.expander("Advanced"):
         for k in [k for k in all_knobs if not k.main]:
-            values[k.name] = _knob_widget(method, k)
+            values[k.name] = knob_widget(method, k)
 
     hint = HINTS.get((method, dataset))
     if hint:

@@ -335,3 +335,21 @@ def test_plain_words_on_playground_and_learn(runs_root):
     assert any("e^ε ≈ 7.39×" in c.value for c in at.caption)
     at.switch_page("pages/learn.py").run()
     assert any("e^ε ≈ 2.72×" in i.value for i in at.info)
+
+
+def test_newcomer_sees_the_gallery_without_training(runs_root):
+    from engine import gallery
+
+    names = [name for name, *_ in gallery.entries()]
+    at = app()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert set(table["run"]) == {gallery.ID_PREFIX + n for n in names}
+    assert set(table["sweep"]) == {"gallery"} and set(table["status"]) == {"finished"}
+    assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
+    assert len(at.get("imgs")) or len(at.get("image"))  # sample grids across ε
+    assert at.multiselect(key="runs_pick").value == []  # nothing of the user's yet
+    # A restart loads the gallery into the same store again: nothing is added twice.
+    assert gallery.load_into(RunStore(runs_root, recover=False)) == []
+    assert len(RunStore(runs_root, recover=False).list_runs()) == len(names)
