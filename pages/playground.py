@@ -17,14 +17,13 @@ from engine.errors import InputError
 from engine.registry import available_methods, get_method
 from engine.store import RunStatus
 from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
-                             knob_key, privacy_in_words,
                              config_from_settings, epsilon_label, grid_scale, image_grid,
-                             knobs)
+                             knob_key, knobs, privacy_in_words)
 from ui import live_view
-from ui.cost import COST_KEYS, draw_cost
-from ui.knob_widgets import knob_widget
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
+from ui.cost import COST_KEYS, draw_cost
+from ui.knob_widgets import knob_widget
 
 HINTS = {
     ("datalens", "digits"): (
