@@ -62,7 +62,11 @@ def test_plan_covers_each_method_and_epsilon_on_digits():
 
 def test_committed_gallery_loads(tmp_path):
     entries = list(gallery.entries())
-    assert len(entries) >= 12, "build it: python -m engine gallery"
+    planned = {gallery.entry_name(c) for c in gallery.plan(fashion_datalens=True)}
+    assert entries, "build it: python -m engine gallery"
+    assert {name for name, *_ in entries} <= planned
+    # Both methods are there for a newcomer to compare.
+    assert {config.method for _, config, _, _ in entries} == {"dpmerf", "datalens"}
     store = RunStore(tmp_path / "runs")
     assert len(gallery.load_into(store)) == len(entries)
     for name, config, metrics, folder in entries:
