@@ -1,4 +1,4 @@
-"""Command line: `python -m engine train ...` and `python -m engine datasets`.
+"""Command line: `python -m engine train ...`, `... gallery` and `... datasets`.
 
 Bad input ends with exit status 2 and one line on stderr, never a traceback.
 Method knobs are passed as extra flags (`--n-features 2000`, `--top-k 50`) or as
@@ -78,6 +78,13 @@ def build_parser() -> _Parser:
     t.add_argument("--npz", help="shortcut: --dataset npz --data-option path=NPZ")
     t.add_argument("--no-eval", action="store_true", help="skip the downstream evaluation")
     t.add_argument("--cnn", action="store_true", help="also evaluate the small CNN (images)")
+    g = sub.add_parser("gallery", help="build the precomputed runs the app shows at start-up")
+    g.add_argument("--out", default=None, help="folder (default: assets/gallery)")
+    g.add_argument("--only", default="", help="only entries whose name contains this text")
+    g.add_argument("--no-fashion", action="store_true", help="digits only")
+    g.add_argument("--fashion-datalens", action="store_true",
+                   help="also DataLens on Fashion-MNIST (hours on a CPU)")
+    g.add_argument("--rebuild", action="store_true", help="retrain entries already built")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     return p
@@ -160,6 +167,17 @@ def _train(args, extra) -> int:
     return 0
 
 
+def _gallery(args) -> int:
+    from engine import gallery
+
+    configs = [c for c in gallery.plan(fashion=not args.no_fashion,
+                                       fashion_datalens=args.fashion_datalens)
+               if args.only in gallery.entry_name(c)]
+    gallery.build(configs, Path(args.out) if args.out else gallery.GALLERY_DIR,
+                  rebuild=args.rebuild)
+    return 0
+
+
 def _datasets() -> int:
     from engine.data import list_datasets
 
@@ -184,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"unrecognised arguments: {' '.join(extra)}")
         if args.command == "train":
             return _train(args, extra)
+        if args.command == "gallery":
+            return _gallery(args)
         if args.command == "datasets":
             return _datasets()
         return _methods()

@@ -14,31 +14,47 @@ import numpy as np
 from engine import privacy
 from engine.errors import InputError
 
-# A toy dataset for "neighbouring datasets": ten people's scores in [0, 1].
-TOY_SCORES = np.array([0.62, 0.35, 0.81, 0.44, 0.57, 0.29, 0.73, 0.50, 0.66, 0.38])
-TOY_REPLACEMENT = 1.0  # the neighbour swaps the first person for someone scoring 1.0
+# A toy dataset for "neighbouring datasets": ten people's scores in [0, 1]. Its
+# neighbour is the worst case DP must cover: the person who scored 0 is replaced by
+# someone who scored 1, which moves the mean by the full sensitivity Δ = 1/n.
+TOY_SCORES = np.array([0.0, 0.35, 0.81, 0.44, 0.57, 0.29, 0.73, 0.50, 0.66, 0.38])
+TOY_REPLACEMENT = 1.0
+# The Learn page's ε slider spans this range; the picture's axes are sized for it once,
+# so moving ε changes the curves, not the scale they are drawn on.
+DEMO_EPSILONS = (0.1, 10.0)
 
 
-def gaussian_mechanism(epsilon: float, delta: float, *, n_grid: int = 400) -> dict:
+def gaussian_mechanism(epsilon: float, delta: float, *, n_grid: int = 400,
+                       epsilon_range: tuple[float, float] = DEMO_EPSILONS) -> dict:
     """Output densities of a noisy mean on two neighbouring toy datasets.
 
-    D and D' differ in one record (replace-one); scores are in [0, 1], so the mean moves
-    by at most Δ = 1/n. Noise σ = z·Δ with z calibrated by the exact Gaussian accountant
-    to (ε, δ). The smaller ε, the more the two bell curves overlap, i.e. the less one
-    output tells about which dataset produced it.
+    D and D' are the worst-case neighbours (replace-one): scores are in [0, 1], and D'
+    swaps a 0 for a 1, so the means differ by exactly Δ = 1/n. Noise σ = z·Δ with z
+    calibrated by the exact Gaussian accountant to (ε, δ). The smaller ε, the more the
+    two bell curves overlap, i.e. the less one output tells about which dataset produced
+    it. `x_range` and `y_max` are fixed for every ε in `epsilon_range` (the x axis shows
+    the curves at the range's middle ε to ±4σ, the y axis fits the tallest peak), so a
+    plot drawn with them keeps its axes as ε moves.
     """
     if not epsilon > 0 or math.isinf(epsilon):
         raise InputError(f"epsilon must be a finite number > 0 for this demo. Got {epsilon!r}.")
     d = TOY_SCORES
     d2 = d.copy()
-    d2[0] = TOY_REPLACEMENT
+    d2[int(np.argmin(d))] = TOY_REPLACEMENT
     n = len(d)
     sensitivity = 1.0 / n
     z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta)
     sigma = z * sensitivity
     m1, m2 = float(d.mean()), float(d2.mean())
-    lo, hi = min(m1, m2) - 4 * sigma, max(m1, m2) + 4 * sigma
-    x = np.linspace(lo, hi, n_grid)
+    lo_eps, hi_eps = epsilon_range
+    mid_sigma = privacy.calibrate_noise_multiplier(
+        epsilon=math.sqrt(lo_eps * hi_eps), delta=delta) * sensitivity
+    x_range = (min(m1, m2) - 4 * mid_sigma, max(m1, m2) + 4 * mid_sigma)
+    min_sigma = privacy.calibrate_noise_multiplier(epsilon=hi_eps, delta=delta) * sensitivity
+    y_max = 1.05 / (min_sigma * math.sqrt(2 * math.pi))
+    # The densities are evaluated wide enough for the TV distance, then drawn clipped.
+    x = np.linspace(min(x_range[0], min(m1, m2) - 6 * sigma),
+                    max(x_range[1], max(m1, m2) + 6 * sigma), n_grid)
 
     def pdf(mu):
         return np.exp(-0.5 * ((x - mu) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
@@ -48,7 +64,7 @@ def gaussian_mechanism(epsilon: float, delta: float, *, n_grid: int = 400) -> di
     tv = float(0.5 * np.trapezoid(np.abs(p - q), x))
     return {"x": x, "p": p, "q": q, "mean_d": m1, "mean_d2": m2, "sigma": sigma,
             "noise_multiplier": z, "sensitivity": sensitivity, "tv_distance": tv,
-            "scores": d, "scores_neighbour": d2}
+            "scores": d, "scores_neighbour": d2, "x_range": x_range, "y_max": y_max}
 
 
 def kernel_approximation(n_features: int, length_scale: float = 1.0, *, seed: int = 0,

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from engine import features as fx
 from engine.config import RunConfig
 from engine.data import Dataset
+from engine.device import fast_bf16
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
@@ -35,6 +36,15 @@ TITLE = "DP-MERF"
 IMAGE_LENGTH_SCALE_SQ = {"mnist": 105.0, "fashion_mnist": 127.0, "digits": 4.0}
 
 LABEL_MODES = ("balanced", "counts", "none")
+PROJECTIONS = ("auto", "float32", "bfloat16")
+
+
+def projection_precision(choice: str, device) -> tuple[str, str]:
+    """The dtype the random-feature projection runs in on `device`, and why."""
+    if choice != "auto":
+        return choice, "set explicitly"
+    fast, why = fast_bf16(device)
+    return ("bfloat16" if fast else "float32"), f"auto: {why}"
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,9 @@ class Params:
     # Image generator upsampling: "nearest" (+5×5 conv, the official one) or "transposed".
     upsample: str = "transposed"
     # Precision of the random-feature projection x·W (the costly matmul): "bfloat16" is
-    # several times faster on AMX CPUs and GPUs; the features keep unit norm either way.
+    # several times faster on GPUs and CPUs with AVX512-BF16/AMX, ~30× slower elsewhere;
+    # "auto" picks it only where it is fast (engine.device.fast_bf16). The features keep
+    # unit norm either way.
     projection: str = "float32"
     # Share of a linear kernel on pixels beside the Gaussian one (0 = the paper's DP-MERF);
     # it adds each class's mean image to the embedding at no cost in sensitivity.
@@ -74,10 +86,11 @@ class Params:
             return cls(n_features=1_000, epochs=150, batch_size=200, sample_every=10)
         if name in ("fashion_mnist", "mnist"):
             # 240 steps of 500: LogReg plateaus by then (probes at 120–600 steps agree
-            # within run-to-run noise); bf16 projection: same accuracy, 5× cheaper matmul.
+            # within run-to-run noise); bf16 projection where the hardware has it: same
+            # accuracy, 5× cheaper matmul.
             # Temperature 0.5 and the wider generator: chosen on held-out real *training*
             # records, never on the test split (README, "What moved accuracy").
-            return cls(epochs=2, projection="bfloat16", sample_temperature=0.5,
+            return cls(epochs=2, projection="auto", sample_temperature=0.5,
                        gen_hidden=400, gen_channels=(32, 16))
         if name in ("breast_cancer", "csv"):
             return cls(n_features=1_000, epochs=300, batch_size=200, latent=10,
@@ -104,8 +117,8 @@ class Params:
             bad("latent", "an integer >= 1")
         if not 0 <= self.pixel_weight < 1:
             bad("pixel_weight", "a fraction in [0, 1)")
-        if self.projection not in ("float32", "bfloat16"):
-            bad("projection", "'float32' or 'bfloat16'")
+        if self.projection not in PROJECTIONS:
+            bad("projection", "'auto', 'float32' or 'bfloat16'")
         if self.upsample not in ("nearest", "transposed"):
             bad("upsample", "'nearest' or 'transposed'")
         if self.labels not in LABEL_MODES:
@@ -160,7 +173,8 @@ def _one_hot_block(x: np.ndarray, cat: list[int], sizes: list[int]) -> torch.Ten
     return torch.cat(blocks, dim=1)
 
 
-def _plan(data: Dataset, params: Params, model_gen: torch.Generator) -> _Plan:
+def _plan(data: Dataset, params: Params, model_gen: torch.Generator,
+          projection: str = "float32") -> _Plan:
     if data.kind == "image":
         d_in = int(np.prod(data.image_shape))
         if params.length_scale is not None:
@@ -169,7 +183,7 @@ def _plan(data: Dataset, params: Params, model_gen: torch.Generator) -> _Plan:
             sq = IMAGE_LENGTH_SCALE_SQ.get(data.name, 105.0 * d_in / 784)
             ls, src = math.sqrt(sq), "public default (fixed per dataset, see IMAGE_LENGTH_SCALE_SQ)"
         w = fx.draw_frequencies(d_in, params.n_features, ls, generator=model_gen)
-        w = w.to(getattr(torch, params.projection))
+        w = w.to(getattr(torch, projection))
         return _Plan("image", torch.as_tensor(data.x_train), None, w, ls, src, None, "", [],
                      params.pixel_weight)
 
@@ -230,16 +244,24 @@ def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[dict, 
 
 
 def privacy_preview(config: RunConfig, data: Dataset) -> dict:
-    """Derived figures for the UI before training: the noise each release will get."""
+    """Derived figures for the UI before training: the noise each release will get, and
+    the run's cost on this machine (engine/dpmerf_cost.py: measured step rates)."""
     from engine.registry import make_params
 
     params = make_params("dpmerf", data, config.params)
     report, _ = _calibrate(config, data, params)
     emb = report["releases"][-1]
+    from engine import dpmerf_cost  # imports this module: import here, not at the top
+    from engine.device import resolve_device
+
+    device = resolve_device(config.device)
+    projection, why = projection_precision(params.projection, device)
     out = {"noise multiplier (sigma)": emb["noise_multiplier"],
            "noise std per embedding entry": emb["sigma"],
+           **dpmerf_cost.estimate(config, data, params, device),
            "releases": ", ".join(r["name"] for r in report["releases"]),
-           "accountant": report["accountant"]}
+           "accountant": report["accountant"],
+           "projection": f"{projection} ({why})" if data.kind == "image" else "float32"}
     warning = delta_warning(config.delta, data.n_train) if config.private else None
     if warning:
         out["warning"] = warning
@@ -258,7 +280,8 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
     params = make_params("dpmerf", data, config.params)
     torch.manual_seed(config.seed)  # model init only; DP noise has its own OS-entropy generator
     model_gen = torch.Generator().manual_seed(config.seed)
-    plan = _plan(data, params, model_gen)
+    projection, projection_why = projection_precision(params.projection, device)
+    plan = _plan(data, params, model_gen, projection)
     report, sigma = _calibrate(config, data, params)
     m, n_classes = data.n_train, data.n_classes
     plan.w = plan.w.to(device)  # the frequencies are public; both sides use them
@@ -280,16 +303,7 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
         return torch.multinomial(label_probs, n, replacement=True)
 
     def gen_embedding(labels: torch.Tensor) -> torch.Tensor:
-        z = torch.randn(len(labels), params.latent, device=device)
-        if not labelled:
-            return plan.features(*_as_tuple(gen(z))).mean(0, keepdim=True).T
-        onehot = F.one_hot(labels, n_classes).float()
-        emb_gen = plan.features(*_as_tuple(gen(z, onehot))).T @ onehot / len(labels)
-        if params.labels == "counts":
-            # Labels are drawn with the released class shares p̃_c; dividing by them
-            # turns each column into a class mean, matching the reweighted data side.
-            emb_gen = emb_gen / label_probs[None, :]
-        return emb_gen
+        return generated_embedding(gen, plan, params, labels, label_probs, n_classes)
 
     show_labels = (torch.arange(n_classes, device=device).repeat_interleave(10) if labelled
                    else draw_labels(100))
@@ -321,6 +335,9 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
     info = {
         "method": TITLE, "params": asdict(params), "steps": step,
         "stopped": stopped, "length_scale": plan.length_scale,
+        # Which matmul path ran (bf16 is only fast on some hardware): see engine/device.py.
+        "projection": projection if plan.kind == "image" else "float32",
+        "projection_reason": projection_why if plan.kind == "image" else "tabular: float32",
         "length_scale_source": plan.length_scale_source,
         "labelled": labelled, "released_label_distribution": label_probs.cpu().tolist(),
     }
@@ -331,6 +348,21 @@ def train(config: RunConfig, data: Dataset, device: torch.device,
             "category_domain", "public metadata (fixed category lists)")
     result = TrainResult(x_syn, y_syn, report, info, seconds=time.perf_counter() - t0)
     yield Event("done", info["steps"], total, report["epsilon_spent"], result=result)
+
+
+def generated_embedding(gen, plan: _Plan, params: Params, labels: torch.Tensor,
+                        label_probs: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """The generator's side of the loss: the embedding of a fresh batch with `labels`."""
+    z = torch.randn(len(labels), params.latent, device=labels.device)
+    if params.labels == "none":
+        return plan.features(*_as_tuple(gen(z))).mean(0, keepdim=True).T
+    onehot = F.one_hot(labels, n_classes).float()
+    emb_gen = plan.features(*_as_tuple(gen(z, onehot))).T @ onehot / len(labels)
+    if params.labels == "counts":
+        # Labels are drawn with the released class shares p̃_c; dividing by them
+        # turns each column into a class mean, matching the reweighted data side.
+        emb_gen = emb_gen / label_probs[None, :]
+    return emb_gen
 
 
 def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,

@@ -304,6 +304,58 @@ class RunStore:
             con.commit()
         shutil.rmtree(self.artifact_dir(run_id), ignore_errors=True)
 
+    # ------------------------------------------- runs trained elsewhere (the gallery)
+    def import_finished(self, run_id: str, config: RunConfig, *, metrics: dict,
+                        sweep: str, message: str) -> bool:
+        """Register a run whose files were made elsewhere (engine/gallery.py) as FINISHED,
+        with its metrics.json figures. False, and nothing written, if the id exists."""
+        acc, real = headline_accuracy(metrics.get("accuracy") or {})
+        train_s = float((metrics.get("seconds") or {}).get("train", 0.0))
+        steps = int((metrics.get("info") or {}).get("steps", 0))
+        spent = metrics.get("epsilon_spent")  # a number, or "inf" for ε = ∞ runs
+        spent = _finite_or_none(spent) if isinstance(spent, (int, float)) else None
+        now = time.time()
+        eps = config.epsilon if math.isfinite(config.epsilon) else None
+        with self._write:
+            con = self._con()
+            cur = con.execute(
+                "INSERT OR IGNORE INTO runs (id, created, started, ended, heartbeat, status, "
+                "method, dataset, epsilon, delta, seed, sweep, config, step, total, "
+                "epsilon_spent, accuracy, real_accuracy, summary, message) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, now - train_s, now - train_s, now, now, RunStatus.FINISHED.value,
+                 config.method, config.dataset, eps, config.delta, int(config.seed), sweep,
+                 config.to_json(), steps, steps, spent, acc, real, json.dumps(jsonable(metrics.get("accuracy") or {})), message))
+            con.commit()
+        return cur.rowcount == 1
+
+    # ------------------------------------------------- names and tags (Runs & Compare)
+    # Their own table, created on first use: labels are the user's notes on a run and
+    # change any time, unlike the run's row, whose config is written once.
+    _LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_labels ("
+                      "run_id TEXT PRIMARY KEY, name TEXT NOT NULL, tags TEXT NOT NULL)")
+
+    def set_label(self, run_id: str, *, name: str = "", tags: list[str] | tuple = ()) -> None:
+        """Name a run and tag it (tags: short words; empty strings are dropped)."""
+        if self.get_run(run_id) is None:
+            raise InputError(f"no run {run_id!r} in the store.")
+        name = " ".join(str(name).split())[:80]
+        clean = list(dict.fromkeys(t for t in (" ".join(str(t).split())[:40] for t in tags) if t))
+        with self._write:
+            con = self._con()
+            con.execute(self._LABELS_SCHEMA)
+            con.execute("INSERT OR REPLACE INTO run_labels VALUES (?,?,?)",
+                        (run_id, name, json.dumps(clean)))
+            con.commit()
+
+    def labels(self) -> dict[str, dict[str, Any]]:
+        """{run_id: {"name": str, "tags": [str]}} for every labelled run."""
+        con = self._con()
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name='run_labels'").fetchone():
+            return {}
+        return {r["run_id"]: {"name": r["name"], "tags": json.loads(r["tags"])}
+                for r in con.execute("SELECT * FROM run_labels")}
+
     # ------------------------------------------------------------------- reads
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         row = self._con().execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()

@@ -36,6 +36,19 @@ def format_epsilon(eps: float | None) -> str:
     return f"{eps:g}"
 
 
+def privacy_in_words(eps: float, delta: float) -> str:
+    """(ε, δ) as a plain sentence: the odds ratio e^ε and δ as a failure chance."""
+    if math.isinf(eps):
+        return ("ε = ∞: no privacy at all. Nothing limits what the output reveals about "
+                "any one person (a reference run, trained without noise).")
+    ratio = math.exp(eps)
+    return (f"ε = {eps:g}: any result is at most e^ε ≈ {ratio:,.3g}× as likely with one "
+            f"person's record as without it, so seeing it raises anyone's odds that this "
+            f"person is in the data at most {ratio:,.3g}-fold (from 1:1 to {ratio:,.3g}:1). "
+            f"δ = {delta:g}: the small chance that this promise fails (keep it below "
+            f"1 / records).")
+
+
 @dataclass(frozen=True)
 class Knob:
     """How to show one method parameter: widget kind and bounds."""
@@ -69,6 +82,9 @@ _KNOWN: dict[str, dict[str, Any]] = {
     "counts_share": dict(kind="float", lo=0.01, hi=0.99),
     "bounds_share": dict(kind="float", lo=0.01, hi=0.99),
     "accountant": dict(kind="choice", choices=("exact", "rdp")),
+    "projection": dict(kind="choice", choices=("auto", "float32", "bfloat16"),
+                       help="Precision of the random-feature matmul; auto = bf16 only "
+                            "where this machine has fast bf16 (GPU, AVX512-BF16, AMX)."),
     "sample_every": dict(kind="int", lo=1, hi=10_000, step=1),
     "probe_every": dict(kind="int", lo=0, hi=100_000, step=1),
     # DataLens
@@ -151,6 +167,11 @@ def config_from_settings(*, dataset: str, method: str, eps: str, delta: str, see
                      params={k: v for k, v in params.items()}).validate()
 
 
+def knob_key(method: str, name: str) -> str:
+    """The Playground's widget key (and URL name) of a method knob: dpmerf_epochs."""
+    return f"{method}_{name}"
+
+
 def changed_params(params, values: dict[str, Any]) -> dict[str, Any]:
     """Only the knobs that differ from the dataset's defaults (short configs, clean URLs)."""
     out = {}
@@ -196,14 +217,20 @@ def grid_scale(h: int, target: int = 28) -> int:
     return max(1, round(target / max(1, h)))
 
 
-def runs_rows(runs: list[dict]) -> list[dict]:
-    """Store rows → flat dicts for a table."""
+def runs_rows(runs: list[dict], labels: dict[str, dict] | None = None) -> list[dict]:
+    """Store rows → flat dicts for a table; `labels` are the runs' names and tags."""
+    from engine.tuning import differing_settings, settings_label
+
+    labels = labels or {}
     out = []
     for r in runs:
         secs = (r["ended"] or r["heartbeat"] or r["created"]) - (r["started"] or r["created"])
+        lab = labels.get(r["id"], {})
         out.append({
-            "run": r["id"], "method": r["method"], "dataset": r["dataset"],
-            "epsilon": format_epsilon(r["epsilon"]), "delta": r["delta"], "seed": r["seed"],
+            "run": r["id"], "name": lab.get("name", ""), "tags": ", ".join(lab.get("tags", [])),
+            "method": r["method"], "dataset": r["dataset"],
+            "epsilon": format_epsilon(r["epsilon"]), "seed": r["seed"],
+            "settings": settings_label(differing_settings(r["config"])),
             "accuracy": r["accuracy"], "real accuracy": r["real_accuracy"],
             "seconds": round(max(0.0, secs), 1) if r["started"] else None,
             "status": r["status"], "sweep": r["sweep"] or "",
@@ -212,33 +239,39 @@ def runs_rows(runs: list[dict]) -> list[dict]:
 
 
 def privacy_utility(runs: list[dict]) -> dict[str, Any]:
-    """Finished runs → accuracy vs ε per method: mean, min and max over seeds.
+    """Finished runs → accuracy vs ε per configuration: mean, min and max over seeds.
 
-    Non-private runs (ε = ∞) become one reference level per method, and the same
+    A configuration is a method plus the settings that differ from its defaults
+    (engine.tuning), so two tunings of one method are two lines, not one averaged blur.
+    Non-private runs (ε = ∞) become one reference level per configuration, and the same
     classifier trained on real data (not private) becomes the top reference.
     """
-    by: dict[tuple[str, float], list[float]] = {}
-    nonpriv: dict[str, list[float]] = {}
+    from engine.tuning import differing_settings, settings_label
+
+    by: dict[tuple[str, str, float], list[float]] = {}
+    nonpriv: dict[tuple[str, str], list[float]] = {}
     real: list[float] = []
     for r in runs:
         if r["status"] != "finished" or r["accuracy"] is None:
             continue
         if r["real_accuracy"] is not None:
             real.append(r["real_accuracy"])
+        group = (r["method"], settings_label(differing_settings(r["config"])))
         if math.isinf(r["epsilon"]):
-            nonpriv.setdefault(r["method"], []).append(r["accuracy"])
+            nonpriv.setdefault(group, []).append(r["accuracy"])
         else:
-            by.setdefault((r["method"], float(r["epsilon"])), []).append(r["accuracy"])
-    lines: dict[str, dict[str, list[float]]] = {}
-    for (method, eps), accs in sorted(by.items()):
-        d = lines.setdefault(method, {"epsilon": [], "mean": [], "lo": [], "hi": [], "n": []})
+            by.setdefault((*group, float(r["epsilon"])), []).append(r["accuracy"])
+    lines: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for (method, settings, eps), accs in sorted(by.items()):
+        d = lines.setdefault((method, settings),
+                             {"epsilon": [], "mean": [], "lo": [], "hi": [], "n": []})
         d["epsilon"].append(eps)
         d["mean"].append(float(np.mean(accs)))
         d["lo"].append(float(np.min(accs)))
         d["hi"].append(float(np.max(accs)))
         d["n"].append(len(accs))
     return {"lines": lines,
-            "nonprivate": {m: float(np.mean(a)) for m, a in nonpriv.items()},
+            "nonprivate": {g: float(np.mean(a)) for g, a in nonpriv.items()},
             "real": float(np.mean(real)) if real else None}
 
 

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import demos
+from engine.ui_state import privacy_in_words
 from ui.common import line_figure
 
 
@@ -28,11 +29,14 @@ with t1:
         "the other (up to a small slack δ). So an observer of the output cannot tell "
         "whether *your* record was used.\n\n"
         "**The Gaussian mechanism** adds normal noise to a statistic. Below: the average "
-        "score of ten people (scores in [0, 1]) and its neighbour where the first person "
-        "is replaced by someone scoring 1.0. One record moves the mean by at most "
-        "Δ = 1/10; the noise σ is calibrated to that Δ and your ε.")
+        "score of ten people (scores in [0, 1]) and its *worst-case* neighbour, where the "
+        "person who scored 0 is replaced by someone who scored 1. No single record can "
+        "move the mean further than that, Δ = 1/10, and the noise σ is calibrated to "
+        "that Δ and your ε. The axes stay put as ε moves, so you see the noise itself "
+        "grow and shrink.")
     eps = st.select_slider("ε", [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], value=1.0,
                            key="learn_eps")
+    st.info(privacy_in_words(float(eps), 1e-5))
     g = demos.gaussian_mechanism(float(eps), 1e-5)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=g["x"], y=g["p"], name=f"output on D (mean {g['mean_d']:.3f})",
@@ -41,6 +45,8 @@ with t1:
                              line=dict(color="#d97706"),
                              name=f"output on D′ (mean {g['mean_d2']:.3f})"))
     _demo_layout(fig, "released noisy mean", "density")
+    fig.update_xaxes(range=list(g["x_range"]))
+    fig.update_yaxes(range=[0, g["y_max"]])
     st.plotly_chart(fig, key="learn_gauss")
     st.caption(f"σ = {g['sigma']:.3f} (exact calibration, δ = 1e-5). The curves differ by "
                f"{g['tv_distance']:.0%} in total variation: at best an observer guesses "

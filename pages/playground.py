@@ -12,15 +12,18 @@ import re
 
 import streamlit as st
 
+from engine.config import parse_epsilon
 from engine.errors import InputError
 from engine.registry import available_methods, get_method
 from engine.store import RunStatus
 from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
                              config_from_settings, epsilon_label, grid_scale, image_grid,
-                             knobs)
+                             knob_key, knobs, privacy_in_words)
 from ui import live_view
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
+from ui.cost import COST_KEYS, draw_cost
+from ui.knob_widgets import knob_widget
 
 HINTS = {
     ("datalens", "digits"): (
@@ -37,10 +40,16 @@ HINTS = {
 
 
 def _reset_knobs() -> None:
-    """Dataset or method changed: drop knob values so the new defaults apply."""
-    for key in list(st.session_state):
-        if isinstance(key, str) and re.match(r"^(dpmerf|datalens)_", key):
-            del st.session_state[key]
+    """Dataset or method changed: set every knob to the new dataset's defaults.
+
+    The knobs are bound to the URL, and a bound widget whose state is merely dropped
+    takes its value back from the query string (digits → Fashion kept digits' epochs
+    under a "defaults for fashion_mnist" heading). Assigning the defaults in this
+    callback outranks the URL, and Streamlit then rewrites the URL to match.
+    """
+    method, dataset = st.session_state["method"], st.session_state["dataset"]
+    for k in knobs(get_method(method).Params.for_dataset(dataset)):
+        st.session_state[knob_key(method, k.name)] = k.default
 
 
 def _upload(kind: str) -> dict | None:
@@ -100,33 +109,6 @@ def _upload(kind: str) -> dict | None:
     return opts
 
 
-def _knob_widget(method: str, k) -> object:
-    key = f"{method}_{k.name}"
-    label = k.name.replace("_", " ")
-    common = dict(key=key, help=k.help or None, bind="query-params")
-    if k.kind == "int":
-        return st.number_input(label, min_value=int(k.lo) if k.lo is not None else None,
-                               max_value=int(k.hi) if k.hi is not None else None,
-                               value=int(k.default), step=int(k.step or 1), **common)
-    if k.kind == "float":
-        return st.number_input(label, min_value=float(k.lo) if k.lo is not None else None,
-                               max_value=float(k.hi) if k.hi is not None else None,
-                               value=float(k.default), format="%g", **common)
-    if k.kind == "optional_float":
-        return st.number_input(label, min_value=float(k.lo) if k.lo is not None else None,
-                               max_value=float(k.hi) if k.hi is not None else None,
-                               value=k.default, format="%g", placeholder="dataset default",
-                               **common)
-    if k.kind == "optional_int":
-        return st.number_input(label, min_value=int(k.lo) if k.lo is not None else None,
-                               max_value=int(k.hi) if k.hi is not None else None,
-                               value=k.default, step=1, placeholder="automatic", **common)
-    if k.kind == "bool":
-        return st.checkbox(label, value=bool(k.default), **common)
-    return st.selectbox(label, list(k.choices), index=list(k.choices).index(k.default),
-                        **common)
-
-
 def _data_shape(name: str, options: dict | None) -> tuple[int | None, int | None]:
     """(training records, features per record) for knob bounds, when loadable."""
     if options is None or not info[name]["available"]:
@@ -169,6 +151,7 @@ with settings:
     delta = st.select_slider("δ", DELTA_CHOICES, value=DEFAULTS["delta"], key="delta",
                              bind="query-params",
                              help="Chance the ε guarantee fails; keep it below 1/records.")
+    st.caption(privacy_in_words(parse_epsilon(eps), float(delta)))
     seed = st.number_input("Seed (model init only; DP noise is never seeded)", min_value=0,
                            value=DEFAULTS["seed"], step=1, key="seed", bind="query-params")
 
@@ -180,10 +163,10 @@ with settings:
     all_knobs = knobs(defaults, n_train=shape_info[0], n_dims=shape_info[1])
     st.markdown(f"**{module.TITLE} settings** (defaults for {dataset})")
     for k in [k for k in all_knobs if k.main]:
-        values[k.name] = _knob_widget(method, k)
+        values[k.name] = knob_widget(method, k)
     with st.expander("Advanced"):
         for k in [k for k in all_knobs if not k.main]:
-            values[k.name] = _knob_widget(method, k)
+            values[k.name] = knob_widget(method, k)
 
     hint = HINTS.get((method, dataset))
     if hint:
@@ -203,11 +186,13 @@ with settings:
             show_input_error(e)
             config = None
         else:
+            draw_cost(preview)
             st.markdown("**Derived before training** (no data touched yet)")
             refuse = preview.get("refuse")
             if refuse:
                 st.error(refuse)
-            nums = {k: v for k, v in preview.items() if isinstance(v, (int, float))}
+            nums = {k: v for k, v in preview.items()
+                    if isinstance(v, (int, float)) and k not in COST_KEYS}
             cols = st.columns(2)
             for i, (k, v) in enumerate(nums.items()):
                 cols[i % 2].metric(k, f"{v:.3g}" if isinstance(v, float) else f"{v:,}", help=k)

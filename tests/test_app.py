@@ -76,6 +76,45 @@ def test_settings_come_back_from_the_url(runs_root):
         privacy.calibrate_noise_multiplier(epsilon=0.5, delta=1e-6), rel=1e-3)
 
 
+def _knob_values(at, method: str) -> dict:
+    return {n.key[len(method) + 1:]: n.value for n in at.number_input
+            if n.key and n.key.startswith(f"{method}_")}
+
+
+def _defaults(method: str, dataset: str) -> dict:
+    from engine.registry import get_method
+
+    return {k.name: k.default for k in knobs(get_method(method).Params.for_dataset(dataset))
+            if k.kind != "choice" and k.kind != "bool"}
+
+
+def test_switching_dataset_resets_knobs_even_when_the_url_holds_them(runs_root):
+    # A shared link carries digits' values; the switch must not keep them (the bug:
+    # digits → Fashion kept 45,000 steps under "defaults for fashion_mnist").
+    at = app({"dpmerf_epochs": "45", "dpmerf_n_features": "600"})
+    assert at.number_input(key="dpmerf_epochs").value == 45
+    at.selectbox(key="dataset").set_value("breast_cancer").run()
+    assert not at.exception
+    assert _knob_values(at, "dpmerf") == _defaults("dpmerf", "breast_cancer")
+    assert "dpmerf_epochs" not in at.query_params  # the URL follows the widgets
+    assert any("defaults for breast_cancer" in m.value for m in at.markdown)
+    at.number_input(key="dpmerf_epochs").set_value(7).run()
+    at.selectbox(key="dataset").set_value("digits").run()
+    assert _knob_values(at, "dpmerf") == _defaults("dpmerf", "digits")
+
+
+def test_switching_method_resets_knobs_to_that_methods_defaults(runs_root):
+    at = app({"dpmerf_epochs": "45"})
+    at.selectbox(key="method").set_value("datalens").run()
+    assert not at.exception
+    at.number_input(key="datalens_teachers").set_value(50).run()
+    assert at.number_input(key="datalens_teachers").value == 50
+    at.selectbox(key="method").set_value("dpmerf").run()
+    assert _knob_values(at, "dpmerf") == _defaults("dpmerf", "digits")
+    at.selectbox(key="method").set_value("datalens").run()
+    assert _knob_values(at, "datalens") == _defaults("datalens", "digits")
+
+
 def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     at = app({"dpmerf_n_features": "500", "dpmerf_epochs": "1"})
     at.button(key="pg_train").click().run()
@@ -99,7 +138,7 @@ def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     assert not at.exception
     table = at.dataframe[0].value
     assert rid in set(table["run"]) and table.loc[table["run"] == rid, "status"].item() == "finished"
-    assert at.multiselect(key="runs_pick").value == [rid]
+    assert at.multiselect(key="runs_pick").value == [rid]  # the user's runs, not the gallery's
     labels = {b.label for b in at.get("download_button")}
     assert {"⬇ synthetic.npz", "⬇ samples.png", "⬇ config.json", "⬇ metrics.json"} <= labels
     assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
@@ -164,23 +203,47 @@ def test_learn_page_demos_move_with_their_sliders(runs_root):
     assert any("DataLens stays near chance" in m.value for m in at.markdown)
 
 
+def _queued(runs_root):
+    """The runs a test queued (not the gallery's), cancelled so nothing keeps training."""
+    from ui.common import _jobs_for
+
+    jm = _jobs_for(str(Path(runs_root).resolve()))
+    rows = [r for r in RunStore(runs_root, recover=False).list_runs() if r["sweep"] != "gallery"]
+    for r in rows:
+        jm.cancel(r["id"])
+    for r in rows:
+        assert jm.wait(r["id"], timeout=60).terminal
+    return rows
+
+
 def test_sweep_queues_one_run_per_epsilon_and_seed(runs_root):
     at = app()
     at.switch_page("pages/runs.py").run()
     at.multiselect(key="sweep_eps").set_value(["0.5", "2"])
     at.number_input(key="sweep_seeds").set_value(2)
-    at.get("form_submit_button")[0].click().run()
+    at.text_input(key="sweep_name").set_value("my sweep")
+    at.button(key="sweep_go").click().run()
     assert not at.exception
-    from ui.common import _jobs_for
-
-    jm = _jobs_for(str(Path(runs_root).resolve()))
-    rows = RunStore(runs_root, recover=False).list_runs()
-    for r in rows:
-        jm.cancel(r["id"])
-    assert len(rows) == 4 and len({r["sweep"] for r in rows}) == 1
+    rows = _queued(runs_root)
+    assert len(rows) == 4 and {r["sweep"] for r in rows} == {"my sweep"}
     assert sorted((r["epsilon"], r["seed"]) for r in rows) == [(0.5, 0), (0.5, 1), (2.0, 0), (2.0, 1)]
-    for r in rows:
-        assert jm.wait(r["id"], timeout=60).terminal
+
+
+def test_sweep_may_vary_any_knob_and_rejects_bad_values(runs_root):
+    at = app()
+    at.switch_page("pages/runs.py").run()
+    at.multiselect(key="sweep_eps").set_value(["1"])
+    at.number_input(key="sweep_seeds").set_value(1)
+    at.selectbox(key="sweep_knob").set_value("lr").run()
+    at.text_input(key="sweep_values").set_value("0.01, banana")
+    at.button(key="sweep_go").click().run()
+    assert any("lr values must each be a number" in e.value for e in at.error)
+    assert _queued(runs_root) == []
+    at.text_input(key="sweep_values").set_value("0.005, 0.02")
+    at.button(key="sweep_go").click().run()
+    assert not at.exception
+    rows = _queued(runs_root)
+    assert sorted(r["config"]["params"]["lr"] for r in rows) == [0.005, 0.02]
 
 
 # ------------------------------------------------------------ helpers behind the pages
@@ -212,17 +275,24 @@ def test_image_grid_and_marginals():
 
 
 def test_privacy_utility_means_over_seeds():
-    def row(m, e, acc, real=0.95, status="finished"):
+    def row(m, e, acc, real=0.95, status="finished", params=None, seed=0):
         return {"method": m, "epsilon": e, "accuracy": acc, "real_accuracy": real,
-                "status": status}
+                "status": status, "config": {"method": m, "dataset": "digits", "seed": seed,
+                                             "delta": 1e-5, "params": params or {}}}
 
-    pu = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8),
+    pu = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8, seed=1),
                           row("dpmerf", 10.0, 0.85), row("dpmerf", math.inf, 0.9),
+                          # same as the defaults: the same configuration
+                          row("dpmerf", 10.0, 0.95, params={"lr": 0.01}),
+                          row("dpmerf", 1.0, 0.3, params={"epochs": 3}),
                           row("datalens", 1.0, 0.1), row("dpmerf", 1.0, 0.0, status="failed")])
-    d = pu["lines"]["dpmerf"]
-    assert d["epsilon"] == [1.0, 10.0] and d["mean"][0] == pytest.approx(0.75)
+    d = pu["lines"][("dpmerf", "defaults")]
+    assert d["epsilon"] == [1.0, 10.0] and d["mean"] == pytest.approx([0.75, 0.9])
     assert (d["lo"][0], d["hi"][0], d["n"][0]) == (0.7, 0.8, 2)
-    assert pu["nonprivate"] == {"dpmerf": 0.9} and pu["real"] == pytest.approx(0.95)
+    assert pu["lines"][("dpmerf", "epochs=3")]["mean"] == [0.3]
+    assert set(pu["lines"]) == {("dpmerf", "defaults"), ("dpmerf", "epochs=3"),
+                                ("datalens", "defaults")}
+    assert pu["nonprivate"] == {("dpmerf", "defaults"): 0.9} and pu["real"] == pytest.approx(0.95)
 
 
 def test_demos_behave():
@@ -238,3 +308,48 @@ def test_demos_behave():
     c = demos.composition_curve(noise_multiplier=5.0, delta=1e-5, max_compositions=100)
     assert all(e <= r + 1e-9 for e, r in zip(c["exact"], c["rdp"]))
     assert c["exact"] == sorted(c["exact"])
+
+
+def test_gaussian_picture_uses_the_worst_case_neighbour_on_fixed_axes():
+    pics = [demos.gaussian_mechanism(e, 1e-5) for e in (0.1, 1.0, 10.0)]
+    for g in pics:
+        # The neighbours differ by the full sensitivity: the pair the noise must cover.
+        assert g["mean_d2"] - g["mean_d"] == pytest.approx(g["sensitivity"])
+        assert np.sum(g["scores"] != g["scores_neighbour"]) == 1
+        assert g["x_range"] == pics[0]["x_range"] and g["y_max"] == pics[0]["y_max"]
+        assert g["p"].max() <= g["y_max"]  # the tallest curve fits under the fixed top
+    assert pics[0]["sigma"] > pics[1]["sigma"] > pics[2]["sigma"]
+
+
+def test_epsilon_and_delta_in_plain_words():
+    from engine.ui_state import privacy_in_words
+
+    words = privacy_in_words(1.0, 1e-5)
+    assert f"{math.exp(1):.3g}×" in words and "δ = 1e-05" in words
+    assert "1:1 to 1.11:1" in privacy_in_words(0.1, 1e-5)
+    assert "no privacy" in privacy_in_words(math.inf, 1e-5)
+
+
+def test_plain_words_on_playground_and_learn(runs_root):
+    at = app({"eps": "2"})
+    assert any("e^ε ≈ 7.39×" in c.value for c in at.caption)
+    at.switch_page("pages/learn.py").run()
+    assert any("e^ε ≈ 2.72×" in i.value for i in at.info)
+
+
+def test_newcomer_sees_the_gallery_without_training(runs_root):
+    from engine import gallery
+
+    names = [name for name, *_ in gallery.entries()]
+    at = app()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert set(table["run"]) == {gallery.ID_PREFIX + n for n in names}
+    assert set(table["sweep"]) == {"gallery"} and set(table["status"]) == {"finished"}
+    assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
+    assert len(at.get("imgs")) or len(at.get("image"))  # sample grids across ε
+    assert at.multiselect(key="runs_pick").value == []  # nothing of the user's yet
+    # A restart loads the gallery into the same store again: nothing is added twice.
+    assert gallery.load_into(RunStore(runs_root, recover=False)) == []
+    assert len(RunStore(runs_root, recover=False).list_runs()) == len(names)

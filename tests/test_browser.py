@@ -7,6 +7,7 @@ $DPSYNTH_SCREENSHOTS when set.
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -103,5 +104,48 @@ def test_train_from_the_browser(server, tmp_path):
             runs_path = shots / "runs.png"
             page.screenshot(path=str(runs_path), full_page=True)
             print(f"screenshot: {runs_path}")
+        finally:
+            browser.close()
+
+
+def _pick(page, label: str, option: str) -> None:
+    """Choose `option` in the Streamlit selectbox labelled `label`."""
+    box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
+    box.locator("input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
+    """A link carrying digits' values, then a dataset switch: the knobs and the URL must
+    show the new dataset's defaults (the bug: digits → Fashion kept 45,000 steps)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from engine.datalens import Params as DLParams
+    from engine.dpmerf import Params
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.goto(f"{server}/?dpmerf_epochs=45&dpmerf_n_features=600",
+                      wait_until="domcontentloaded")
+            epochs = page.get_by_role("spinbutton", name="epochs")
+            expect(epochs).to_have_value("45", timeout=60_000)
+
+            _pick(page, "Dataset", "breast_cancer")
+            expect(page.get_by_text("defaults for breast_cancer")).to_be_visible(timeout=60_000)
+            expect(epochs).to_have_value(str(Params.for_dataset("breast_cancer").epochs))
+            expect(page.get_by_role("spinbutton", name="n features")).to_have_value(
+                f"{Params.for_dataset('breast_cancer').n_features}")
+            expect(page).not_to_have_url(re.compile("dpmerf_epochs=45"))
+
+            _pick(page, "Dataset", "digits")
+            expect(epochs).to_have_value(str(Params.for_dataset("digits").epochs),
+                                         timeout=60_000)
+            _pick(page, "Method", "datalens")
+            teachers = page.get_by_role("spinbutton", name="teachers")
+            expect(teachers).to_have_value(str(DLParams.for_dataset("digits").teachers),
+                                           timeout=60_000)
+            expect(page).not_to_have_url(re.compile("dpmerf_"))
         finally:
             browser.close()

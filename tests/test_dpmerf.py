@@ -202,3 +202,59 @@ def test_released_record_depends_only_on_its_own_z_and_label(digits):
     among_all_classes = first_record(list(range(10)))
     np.testing.assert_allclose(alone_with_zeros, among_all_classes, atol=1e-6)
     assert gen.training
+
+
+# ------------------------------------------------------------ cost before training, bf16
+
+
+def test_preview_states_steps_seconds_and_memory(digits):
+    from engine import dpmerf_cost
+
+    p = Params.for_dataset("digits")
+    short = privacy_preview(RunConfig(epsilon=1.0, params={"epochs": 10}), digits)
+    long = privacy_preview(RunConfig(epsilon=1.0, params={"epochs": 40}), digits)
+    assert short["estimated steps"] == math.ceil(10 * digits.n_train / p.batch_size)
+    assert long["estimated steps"] == math.ceil(40 * digits.n_train / p.batch_size)
+    # Same shapes, so the cached rates are reused: only the step count differs.
+    assert long["estimated s / step"] == short["estimated s / step"] > 0
+    extra = long["estimated seconds"] - short["estimated seconds"]
+    assert extra == pytest.approx((long["estimated steps"] - short["estimated steps"])
+                                  * short["estimated s / step"])
+    assert 0 < short["estimated seconds"] < long["estimated seconds"] < math.inf
+    assert dpmerf_cost.TORCH_BASELINE_GB < short["estimated memory (GB)"] < 2
+    # More features, more memory; Fashion-sized data needs far more than digits.
+    wide = privacy_preview(RunConfig(epsilon=1.0, params={"epochs": 1, "n_features": 20_000}),
+                           digits)
+    assert wide["estimated memory (GB)"] > short["estimated memory (GB)"]
+    big = replace(digits, x_train=np.zeros((60_000, 1, 28, 28), np.float32),
+                  y_train=np.zeros(60_000, np.int64))
+    assert 1.5 < dpmerf_cost.memory_gb(big, Params.for_dataset("fashion_mnist"), 60_000) < 2.5
+
+
+@pytest.mark.parametrize("flags, expected", [({"avx2", "avx512f"}, "float32"),
+                                             ({"avx2", "avx512_bf16"}, "bfloat16"),
+                                             ({"amx_bf16", "amx_tile"}, "bfloat16"),
+                                             (set(), "float32")])
+def test_bf16_only_where_the_cpu_has_it(monkeypatch, flags, expected):
+    import engine.device as device
+    from engine.dpmerf import projection_precision
+
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset(flags))
+    choice, why = projection_precision("auto", resolve_device("cpu"))
+    assert choice == expected and why.startswith("auto:")
+    # An explicit choice is kept whatever the CPU (the cost preview shows its price).
+    assert projection_precision("bfloat16", resolve_device("cpu"))[0] == "bfloat16"
+    assert Params.for_dataset("fashion_mnist").projection == "auto"
+
+
+def test_the_run_records_which_projection_ran(monkeypatch):
+    import engine.device as device
+
+    data = load("digits")
+    config = RunConfig(epsilon=1.0, n_synthetic=20,
+                       params={**TINY_DPMERF, "epochs": 1, "projection": "auto"})
+    for flags, expected in (({"avx2"}, "float32"), ({"avx512_bf16"}, "bfloat16")):
+        monkeypatch.setattr(device, "cpu_flags", lambda: frozenset(flags))
+        _, result = run(config, data)
+        assert result.info["projection"] == expected
+        assert result.info["projection_reason"].startswith("auto:")

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import InputError
+from engine.gallery import load_into as load_gallery
 from engine.jobs import JobManager
 from engine.store import RunStore, default_root
 
@@ -29,7 +30,9 @@ def _jobs_for(root: str) -> JobManager:
     # One registry per runs root, shared by every session: it is an immutable handle
     # (its own locks guard the state inside). Opening the store marks runs left
     # RUNNING/QUEUED by a dead process as interrupted.
-    return JobManager(RunStore(root))
+    jm = JobManager(RunStore(root))
+    load_gallery(jm.store)  # precomputed runs (assets/gallery), added once per store
+    return jm
 
 
 def jobs() -> JobManager:

@@ -1,0 +1,119 @@
+"""Pieces of Runs & Compare: the privacy–utility chart, sample grids across ε, the
+name/tag editor and the sweep panel. Numbers come from engine.ui_state / engine.tuning."""
+
+from __future__ import annotations
+
+import time
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.config import parse_epsilon
+from engine.errors import InputError
+from engine.registry import available_methods, get_method
+from engine.tuning import differing_settings, parse_values, settings_label, sweep_configs
+from engine.ui_state import EPSILON_CHOICES, epsilon_label, format_epsilon, knobs
+from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, method_title,
+                       show_input_error)
+
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def _config_name(method: str, settings: str) -> str:
+    return method_title(method) + ("" if settings == "defaults" else f" · {settings}")
+
+
+def pu_figure(pu: dict) -> go.Figure:
+    """Accuracy vs ε: one line (mean over seeds, band min–max) per configuration."""
+    fig = go.Figure()
+    seen: dict[str, int] = {}
+    for (method, settings), line in pu["lines"].items():
+        color = PALETTE.get(method)
+        dash = _DASHES[seen.setdefault(method, 0) % len(_DASHES)]
+        seen[method] += 1
+        fig.add_trace(go.Scatter(x=line["epsilon"] + line["epsilon"][::-1],
+                                 y=line["hi"] + line["lo"][::-1], fill="toself",
+                                 line=dict(width=0, color=color), opacity=0.15,
+                                 showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=line["epsilon"], y=line["mean"], mode="lines+markers",
+                                 name=_config_name(method, settings),
+                                 line=dict(color=color, dash=dash), customdata=line["n"],
+                                 hovertemplate="ε=%{x}<br>acc=%{y:.3f}<br>%{customdata} run(s)"))
+    for (method, settings), acc in pu["nonprivate"].items():
+        fig.add_hline(y=acc, line_dash="dash", line_color=PALETTE.get(method),
+                      annotation_text=f"{_config_name(method, settings)}, non-private (ε = ∞)")
+    if pu["real"] is not None:
+        fig.add_hline(y=pu["real"], line_dash="dot", line_color="gray",
+                      annotation_text=f"trained on real data ({REAL_NOTE})")
+    fig.update_xaxes(type="log", title="ε")
+    fig.update_layout(height=400, yaxis_title="accuracy on real test data",
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def sample_grids(store, runs: list[dict]) -> None:
+    """Per configuration, one sample grid per ε (newest finished run with a picture)."""
+    by: dict[tuple[str, str], dict[float, dict]] = {}
+    for r in runs:  # newest first, so the first one seen per ε is kept
+        if r["status"] != "finished":
+            continue
+        group = (r["method"], settings_label(differing_settings(r["config"])))
+        by.setdefault(group, {}).setdefault(r["epsilon"], r)
+    for (method, settings), per_eps in sorted(by.items()):
+        st.markdown(f"**{_config_name(method, settings)}**")
+        cols = st.columns(max(len(per_eps), 1))
+        for col, eps in zip(cols, sorted(per_eps)):
+            r = per_eps[eps]
+            png = store.artifacts(r["id"]).get("samples.png")
+            acc = "" if r["accuracy"] is None else f" · acc {r['accuracy']:.2f}"
+            if png is not None:
+                col.image(str(png), caption=f"ε = {format_epsilon(eps)}{acc}")
+
+
+def label_editor(store, run_id: str, label: dict) -> None:
+    """Name and tags of one run, saved as soon as they change."""
+    def save():
+        tags = st.session_state[f"runs_tags_{run_id}"].split(",")
+        store.set_label(run_id, name=st.session_state[f"runs_name_{run_id}"], tags=tags)
+
+    st.text_input("name", value=label.get("name", ""), key=f"runs_name_{run_id}",
+                  on_change=save, placeholder="e.g. baseline")
+    st.text_input("tags (comma-separated)", value=", ".join(label.get("tags", [])),
+                  key=f"runs_tags_{run_id}", on_change=save, placeholder="e.g. lr-study")
+
+
+def sweep_panel(jm) -> None:
+    """Queue runs over ε values × seeds × values of any one knob."""
+    avail = [d["name"] for d in dataset_infos() if d["available"] and not d["needs_file"]]
+    c1, c2 = st.columns(2)
+    method = c1.selectbox("Method", available_methods(), format_func=method_title,
+                          key="sweep_method")
+    dataset = c2.selectbox("Dataset", avail, key="sweep_dataset")
+    eps = st.multiselect("ε values", EPSILON_CHOICES, default=["0.5", "1", "2", "5"],
+                         format_func=epsilon_label, key="sweep_eps")
+    c3, c4, c5 = st.columns([1, 1, 2])
+    seeds = c3.number_input("seeds per setting", min_value=1, max_value=10, value=2,
+                            key="sweep_seeds")
+    specs = {k.name: k for k in knobs(get_method(method).Params.for_dataset(dataset))}
+    knob = c4.selectbox("also vary", ["(nothing)", *specs], key="sweep_knob")
+    values_text = c5.text_input(
+        "values (comma-separated)", key="sweep_values", disabled=knob == "(nothing)",
+        placeholder=f"default {specs[knob].default}" if knob in specs else "")
+    name = st.text_input("sweep name", key="sweep_name",
+                         placeholder="empty: sweep-<date>-<time>")
+    if not st.button("Queue sweep", type="primary", key="sweep_go"):
+        return
+    try:
+        values = parse_values(specs[knob], values_text) if knob in specs else None
+        configs = sweep_configs(method=method, dataset=dataset,
+                                epsilons=[parse_epsilon(e) for e in eps], seeds=int(seeds),
+                                data=load_dataset(dataset), knob=knob if knob in specs else None,
+                                values=values)
+        sweep = " ".join(name.split()) or time.strftime("sweep-%Y%m%d-%H%M%S")
+        for config in configs:
+            jm.submit(config, sweep=sweep)
+    except InputError as err:
+        show_input_error(err)
+        return
+    st.toast(f"Queued {len(configs)} runs as {sweep}; they train one after another.")
+    st.rerun()
