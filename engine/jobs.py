@@ -97,9 +97,12 @@ class _Curves:
 
 
 def may_control(owner: str | None, *, session: str | None, instructor: bool) -> bool:
-    """May `session` stop or delete a run owned by `owner`? Runs without an owner (the
-    command line, scripts) answer to callers without a session."""
-    return instructor or owner == session
+    """May `session` stop or delete a run owned by `owner`?
+
+    A browser session may control its own runs; an instructor any run. `session=None`
+    is a caller outside any browser session (the command line, a script, a test), which
+    is trusted like an instructor: the app always passes its session (ui/common.py)."""
+    return instructor or session is None or owner == session
 
 
 def _device_key(config: RunConfig) -> str:
@@ -241,7 +244,7 @@ class JobManager:
         row = self.store.get_run(run_id)
         if row is not None and not may_control(row["session"], session=session,
                                                instructor=instructor):
-            owner = f"session {row['session']}" if row["session"] else "the command line"
+            owner = f"session {row['session']}" if row["session"] else "no session"
             raise NotOwner(f"Run {run_id} belongs to {owner}; only its owner or an "
                            f"instructor can {verb} it.")
         return row
