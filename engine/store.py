@@ -112,7 +112,7 @@ _ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
 _QUEUED, _RUNNING = "queued", "running"
 
 
-def _process_token(pid: int) -> str | None:
+def process_token(pid: int) -> str | None:
     """"pid:start-time" names one process for good (a pid alone can be reused);
     None when no live process has that pid (a zombie counts as dead)."""
     try:
@@ -128,7 +128,7 @@ def _process_token(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else f"{pid}:{fields[19]}"
 
 
-OWNER = _process_token(os.getpid())
+OWNER = process_token(os.getpid())
 
 
 def default_root() -> Path:
@@ -366,7 +366,7 @@ class RunStore:
                              "WHERE status IN (?,?)", (RunStatus.QUEUED.value, RunStatus.RUNNING.value)):
             if r["owner"] == OWNER:
                 continue
-            owner_dead = r["owner"] is not None and _process_token(int(r["owner"].split(":")[0])) != r["owner"]
+            owner_dead = r["owner"] is not None and process_token(int(r["owner"].split(":")[0])) != r["owner"]
             if owner_dead or r["beat"] < cutoff:
                 ids.append(r["id"])
         for run_id in ids:

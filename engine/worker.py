@@ -36,11 +36,12 @@ import numpy as np
 
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.store import OWNER, RunStatus, RunStore, _process_token
+from engine.store import OWNER, RunStatus, RunStore, process_token
 
 POLL_S = 0.1  # how often the worker looks at the store (stop requests, new runs)
 STOP_GRACE_S = 1.0  # a stopped trainer gets this long to end cleanly, then it is killed
 HEARTBEAT_S = 5.0
+TRAINER_NICE = 10  # added to the app's nice value for trainer processes
 LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its artifact dir
 
 CTX = mp.get_context("spawn")
@@ -91,7 +92,7 @@ def worker_alive(root: str | os.PathLike) -> bool:
         token = (Path(root) / "worker.pid").read_text().strip()
     except OSError:
         return False
-    return bool(token) and _process_token(int(token.split(":")[0])) == token
+    return bool(token) and process_token(int(token.split(":")[0])) == token
 
 
 class _Trainer:
@@ -141,7 +142,7 @@ class _Worker:
         last_beat = idle_since = time.time()
         self.idle.append(_Trainer(self.s))  # imports torch now, before a run needs it
         while not self.closing.wait(POLL_S):
-            if _process_token(self.parent_pid) != self.s.parent:
+            if process_token(self.parent_pid) != self.s.parent:
                 return "the app that started it stopped"
             self._reap()
             self._stops()
@@ -237,6 +238,7 @@ def train_loop(settings: WorkerSettings, conn, stop) -> None:
     """Entry point of a trainer process: import the engine once, then run each run id
     the worker sends, answering "ready" when its end is in the store."""
     _die_with(os.getppid())
+    os.nice(TRAINER_NICE)  # pages first: a busy CPU goes to the server, then to training
     import torch
 
     torch.set_num_threads(settings.torch_threads)
