@@ -140,7 +140,7 @@ async def open_playground(page, url: str) -> float:
     from playwright.async_api import expect
 
     t0 = time.perf_counter()
-    await page.goto(url, wait_until="domcontentloaded")
+    await page.goto(url, wait_until="domcontentloaded", timeout=LOAD_TIMEOUT_S * 1000)
     await expect(page.get_by_role("button", name="Train", exact=True)).to_be_enabled(
         timeout=LOAD_TIMEOUT_S * 1000)
     await expect(page.get_by_text("noise multiplier (sigma)")).to_be_visible(

@@ -36,6 +36,17 @@ def run_view(jobs, run_id: str) -> dict | None:
             "artifacts": jobs.store.artifacts(snap.run_id) if snap.status.terminal else {}}
 
 
+MAX_POINTS = 200  # curves are thinned to this many points: the page polls each second
+
+
+def _thin(points: list) -> list:
+    """Every k-th point (and the last), so a poll sends a small chart whatever the steps."""
+    if len(points) <= MAX_POINTS:
+        return points
+    k = -(-len(points) // MAX_POINTS)
+    return points[::k] + ([points[-1]] if (len(points) - 1) % k else [])
+
+
 def _seconds(s: float) -> str:
     """A rough duration for an estimate: '40 s', '3 min', '1 h 5 min'."""
     if s < 90:
@@ -104,13 +115,13 @@ def draw(view: dict) -> None:
     left, right = st.columns(2)
     with left:
         if view["eps_curve"]:
-            xs, ys = zip(*view["eps_curve"])
+            xs, ys = zip(*_thin(view["eps_curve"]))
             ys = [y if math.isfinite(y) else None for y in ys]
             st.plotly_chart(line_figure({"ε spent": (xs, ys)}, title="Privacy budget spent",
                                         x_title="step", y_title="ε"), key="pg_eps_chart")
     with right:
         if view["loss_curve"]:
-            xs, ys = zip(*view["loss_curve"])
+            xs, ys = zip(*_thin(view["loss_curve"]))
             fig = line_figure({"loss": (xs, ys)}, title="Training loss", x_title="step",
                               y_title="loss")
             fig.update_yaxes(type="log")
