@@ -41,7 +41,7 @@ from engine.store import OWNER, RunStatus, RunStore, process_token
 POLL_S = 0.1  # how often the worker looks at the store (stop requests, new runs)
 STOP_GRACE_S = 1.0  # a stopped trainer gets this long to end cleanly, then it is killed
 HEARTBEAT_S = 5.0
-TRAINER_NICE = 10  # added to the app's nice value for trainer processes
+TRAINER_NICE = 5  # added to the app's nice value for trainer processes
 LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its artifact dir
 
 CTX = mp.get_context("spawn")
