@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench-dpmerf bench-datalens clean
+.PHONY: run test bench-dpmerf bench-datalens bench-workshop clean
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,6 +21,9 @@ bench-dpmerf: $(STAMP)
 
 bench-datalens: $(STAMP)
 	$(PY) bench/datalens_fashion.py
+
+bench-workshop: $(STAMP)
+	$(PY) bench/workshop.py --sessions 20
 
 clean:
 	rm -rf runs .pytest_cache .hypothesis

@@ -20,10 +20,16 @@ nav = st.navigation([
 ])
 
 with st.sidebar:
-    from ui.common import jobs, runs_root
+    import os
+
+    from ui.common import instructor, jobs, runs_root, session_id
 
     active = jobs().active()
     st.caption(f"{len(active)} run(s) queued or training" if active else "No run training.")
-    st.caption(f"Runs are kept in `{runs_root()}`.")
+    st.caption(f"Runs are kept in `{runs_root()}`. Your session: `{session_id()}`"
+               + (" · instructor mode" if instructor() else ""))
+    if os.environ.get("DPSYNTH_INSTRUCTOR_KEY"):
+        st.text_input("Instructor passphrase", type="password", key="instructor_key",
+                      help="Lets this session stop or delete anyone's runs.")
 
 nav.run()

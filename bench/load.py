@@ -2,9 +2,11 @@
 
 Each "session" is a thread that does what the Playground does: submit a RunConfig to the
 one shared JobManager (as ui/common.jobs() hands out), then poll its snapshot every
-0.25 s until it is terminal. Reports, for N = 1, 4, 16: queue wait (queued → running),
-time to completion, throughput, process memory (RSS now and peak), and whether any run
-was lost (every run must be FINISHED in the store with its metrics.json on disk).
+0.25 s until it is terminal. Reports, for N = 1, 4, 16: queue wait (queued → training),
+time to completion, throughput, memory of this (the app's) process — training runs in
+the worker's processes — and whether any run was lost (every run must be FINISHED in
+the store with its metrics.json on disk). bench/workshop.py does the same through real
+browser sessions.
 
     .venv/bin/python bench/load.py [--sessions 1 4 16] [--slots 1] [--no-eval]
 """

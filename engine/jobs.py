@@ -1,49 +1,58 @@
-"""Background jobs: run trainers off the UI thread, one at a time per device, cancellable.
+"""Jobs as the app sees them: submit, stop, delete, and read progress — all through the
+run store. Training itself happens in other processes (engine/worker.py).
 
-`JobManager.submit(config)` registers a QUEUED run in the `RunStore` and puts it on the
-queue of its device ("cpu" or "cuda:N"); each device has `slots_per_device` worker
-threads (default 1, so runs on one device never compete). A worker drives
-`engine.runner.execute(...)`, mirrors every Event into an in-memory `JobSnapshot`
-(what the pages poll once a second) and into the store (what survives a restart).
+`JobManager.submit(config)` reuses a FINISHED run with exactly the same config (seed
+included) when the store has one; otherwise it writes a QUEUED row on its device's
+queue ("cpu" or "cuda:N") and makes sure a worker process serves the store. The worker
+trains one run per device slot (default 1, so runs on one device never compete).
 
-Worker threads never touch Streamlit. Status is set to FINISHED only after the trainer's
-"done" event; every other way out (exception, an iterator that just stops, a cancel)
-records FAILED or CANCELLED, never success. A heartbeat thread touches every active run
-so that a store opened by a later process can tell dead runs from live ones.
+Every run carries the browser session that asked for it; only that session, or an
+instructor, may stop or delete it. Snapshots are built from the store: one row read
+plus the metric rows logged since the last read, so a page polling each second stays
+cheap. Queue positions, start and finish times are estimates (engine/eta.py).
 """
 
 from __future__ import annotations
 
-import copy
+import atexit
 import os
-import queue
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from engine import eta
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.store import ACTIVE, RunStatus, RunStore
+from engine.store import ACTIVE, OWNER, RunStatus, RunStore
+from engine.worker import CTX, HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, serve, worker_alive
 
-HEARTBEAT_S = 5.0
-# Finished jobs kept in memory for live pages; older ones are read from the store.
-KEEP_FINISHED = 64
+SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker
+KEEP_CURVES = 64  # runs whose curves stay cached; older ones are re-read when asked
 
 Execute = Callable[..., Iterator[Any]]
 
 
+class NotOwner(InputError):
+    """Someone other than a run's session (and not an instructor) tried to change it."""
+
+
+class Submission(NamedTuple):
+    run_id: str
+    reused: bool  # True: an identical finished run was returned, nothing was queued
+
+
 @dataclass
 class JobSnapshot:
-    """A copy of a job's live state, safe to read from any thread."""
+    """A run's state as a page draws it, read from the store."""
 
     run_id: str
     config: RunConfig
     device: str
     status: RunStatus = RunStatus.QUEUED
+    session: str | None = None
     phase: str = ""
     step: int = 0
     total: int = 0
@@ -52,120 +61,162 @@ class JobSnapshot:
     loss_curve: list[tuple[int, float]] = field(default_factory=list)
     probe_curve: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     samples: tuple[np.ndarray, np.ndarray] | None = None
-    samples_version: int = 0  # bumps when new samples arrive, so pages redraw only then
+    samples_version: int = 0  # changes when new samples arrive, so pages redraw only then
     metrics: dict[str, float] = field(default_factory=dict)
     message: str = ""
-    created: float = field(default_factory=time.time)
+    created: float = 0.0
     started: float | None = None
     ended: float | None = None
-    first_samples_at: float | None = None
+    stop_requested: bool = False
+    # Estimates (engine/eta.py), smoothed between polls; None = no estimate.
+    position: int | None = None  # in its device's queue, 1 = next
+    start_in_s: float | None = None
+    eta_s: float | None = None  # until the run ends, evaluation included
+    eval_elapsed_s: float | None = None  # while evaluating: time spent so far
+    eval_fraction: float | None = None  # ...and the share done, by the usual duration
 
     @property
     def fraction(self) -> float:
         return min(1.0, self.step / self.total) if self.total else 0.0
 
     @property
-    def eta_s(self) -> float | None:
-        """Seconds left, extrapolated from the training steps so far."""
-        if self.started is None or self.status.terminal or not self.total or self.step <= 0:
-            return None
-        elapsed = time.time() - self.started
-        return elapsed / self.step * max(0, self.total - self.step)
+    def evaluating(self) -> bool:
+        return self.status == RunStatus.RUNNING and self.phase == "evaluate"
 
 
-class _Job:
-    def __init__(self, snap: JobSnapshot) -> None:
-        self.snap = snap
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
+class _Curves:
+    """The metric rows of one run read so far (only new rows are read each poll)."""
+
+    def __init__(self) -> None:
+        self.after = 0
+        self.eps: list[tuple[int, float]] = []
+        self.loss: list[tuple[int, float]] = []
+        self.probe: list[tuple[int, dict[str, float]]] = []
+        self.samples: tuple[np.ndarray, np.ndarray] | None = None
+        self.samples_version = 0
+
+
+def may_control(owner: str | None, *, session: str | None, instructor: bool) -> bool:
+    """May `session` stop or delete a run owned by `owner`?
+
+    A browser session may control its own runs; an instructor any run. `session=None`
+    is a caller outside any browser session (the command line, a script, a test), which
+    is trusted like an instructor: the app always passes its session (ui/common.py)."""
+    return instructor or session is None or owner == session
 
 
 def _device_key(config: RunConfig) -> str:
     """The queue a run waits in: one per physical device."""
     if config.device == "cpu":
         return "cpu"
-    from engine.device import resolve_device  # imports torch; only when a job is queued
+    from engine.device import resolve_device  # imports torch; only when a run is queued
 
     dev = resolve_device(config.device)
     return "cpu" if dev.type == "cpu" else f"cuda:{dev.index or 0}"
 
 
-def _default_execute(*args, **kwargs):
-    from engine.runner import execute
-
-    return execute(*args, **kwargs)
-
-
 class JobManager:
-    """Bounded pool of worker threads per device, fed by FIFO queues."""
+    """The app's handle on the run queue of one store; safe to share between sessions."""
 
     def __init__(self, store: RunStore, *, slots_per_device: int = 1,
                  execute: Execute | None = None, full_eval: bool = True,
-                 torch_threads: int | None = None) -> None:
+                 torch_threads: int | None = None, idle_exit_s: float = 600.0,
+                 heartbeat_s: float = HEARTBEAT_S) -> None:
         if slots_per_device < 1:
             raise InputError(f"slots_per_device must be >= 1. Got {slots_per_device!r}.")
         self.store = store
         self.slots_per_device = slots_per_device
-        self.full_eval = full_eval
-        self._execute = execute or _default_execute
-        # Leave the server one core so the page stays responsive while a job trains.
-        self.torch_threads = torch_threads or max(1, (os.cpu_count() or 2) - 1)
-        self._jobs: dict[str, _Job] = {}
-        self._queues: dict[str, queue.Queue] = {}
-        self._workers: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        # Leave the server one core so pages stay responsive while a run trains.
+        self.settings = WorkerSettings(
+            root=str(store.root), parent=OWNER or "", slots_per_device=slots_per_device,
+            full_eval=full_eval, execute=execute, idle_exit_s=idle_exit_s,
+            heartbeat_s=heartbeat_s,
+            torch_threads=torch_threads or max(1, (os.cpu_count() or 2) - 1))
+        self._worker: Any = None
+        self._closing = CTX.Event()
         self._closed = threading.Event()
-        self._hb = threading.Thread(target=self._heartbeat_loop, name="dpsynth-heartbeat",
-                                    daemon=True)
+        self._lock = threading.Lock()
+        self._curves: dict[str, _Curves] = {}
+        self._timings: dict[tuple[str, str], tuple[float | None, list]] = {}
+        self._smooth = eta.Smoother()
+        self._hb = threading.Thread(target=self._supervise, name="dpsynth-jobs", daemon=True)
         self._hb.start()
+        atexit.register(self._stop_worker)  # runs before multiprocessing joins its children
 
     # ------------------------------------------------------------------ public
-    def submit(self, config: RunConfig, *, sweep: str | None = None) -> str:
-        """Validate, register as QUEUED, enqueue; returns the run id."""
+    def request(self, config: RunConfig, *, sweep: str | None = None,
+                session: str | None = None, reuse: bool = True) -> Submission:
+        """Validate; return an identical finished run (same config and seed) when there
+        is one, else register a QUEUED run for the worker."""
         if self._closed.is_set():
             raise RuntimeError("JobManager is shut down")
         config.validate()
-        device = _device_key(config)
-        run_id = self.store.create_run(config, sweep=sweep)
-        job = _Job(JobSnapshot(run_id=run_id, config=config, device=device))
-        with self._lock:
-            self._jobs[run_id] = job
-            q = self._queues.get(device)
-            if q is None:
-                q = self._queues[device] = queue.Queue()
-                for i in range(self.slots_per_device):
-                    t = threading.Thread(target=self._worker, args=(q,), daemon=True,
-                                         name=f"dpsynth-{device}-{i}")
-                    t.start()
-                    self._workers.append(t)
-            self._forget_old()
-        q.put(run_id)
-        return run_id
+        if reuse:
+            found = self.store.find_finished(config)
+            if found is not None:
+                return Submission(found, True)
+        run_id = self.store.create_run(config, sweep=sweep, session=session,
+                                       device=_device_key(config))
+        self._ensure_worker()
+        return Submission(run_id, False)
 
-    def cancel(self, run_id: str) -> bool:
-        """Ask a run to stop. Queued runs never start; running ones stop at the next step."""
-        job = self._jobs.get(run_id)
-        if job is None or job.snap.status.terminal:
-            return False
-        job.stop.set()
-        return True
+    def submit(self, config: RunConfig, *, sweep: str | None = None,
+               session: str | None = None, reuse: bool = True) -> str:
+        """`request` for callers that only need the run id."""
+        return self.request(config, sweep=sweep, session=session, reuse=reuse).run_id
 
-    def snapshot(self, run_id: str) -> JobSnapshot | None:
-        job = self._jobs.get(run_id)
-        if job is None:
-            return None
-        with job.lock:
-            return copy.copy(job.snap)  # lists are append-only; a shallow copy is enough
+    def cancel(self, run_id: str, *, session: str | None = None,
+               instructor: bool = False) -> bool:
+        """Stop a run: queued ones never start; running ones end within about a second
+        (engine.worker.STOP_GRACE_S). False when the run is already over."""
+        row = self._owned(run_id, session=session, instructor=instructor, verb="stop")
+        return row is not None and self.store.request_stop(run_id) is not None
+
+    def delete(self, run_id: str, *, session: str | None = None,
+               instructor: bool = False) -> None:
+        """Remove a finished run and its files (owner or instructor only)."""
+        if self._owned(run_id, session=session, instructor=instructor, verb="delete"):
+            self.store.delete_run(run_id)
+            self._curves.pop(run_id, None)
+
+    def may_control(self, run_id: str, *, session: str | None, instructor: bool) -> bool:
+        row = self.store.get_run(run_id)
+        return row is not None and may_control(row["session"], session=session,
+                                               instructor=instructor)
 
     def status(self, run_id: str) -> RunStatus | None:
-        job = self._jobs.get(run_id)
-        if job is not None:
-            return job.snap.status
         row = self.store.get_run(run_id)
         return RunStatus(row["status"]) if row else None
 
     def active(self) -> list[str]:
-        return [rid for rid, j in list(self._jobs.items()) if j.snap.status in ACTIVE]
+        """Queued and running runs of the store, in queue order."""
+        return [r["id"] for r in self.store.active_runs()]
+
+    def snapshot(self, run_id: str, *, curves: bool = True) -> JobSnapshot | None:
+        """The run's state now; `curves=False` skips curves and samples (queue lists)."""
+        row = self.store.get_run(run_id)
+        if row is None:
+            return None
+        status = RunStatus(row["status"])
+        snap = JobSnapshot(
+            run_id=run_id, config=RunConfig.from_dict(row["config"]),
+            device=row["device"] or "cpu", status=status, session=row["session"],
+            phase=row["phase"] or "", step=row["step"] or 0, total=row["total"] or 0,
+            epsilon_spent=row["epsilon_spent"], metrics=dict(row["summary"] or {}),
+            message=row["message"] or "", created=row["created"], started=row["started"],
+            ended=row["ended"], stop_requested=row["stop_requested"] is not None)
+        if curves:
+            self._fill_curves(snap)
+        if status in ACTIVE:
+            self._fill_estimates(snap, row)
+        else:
+            self._smooth.forget(run_id)
+        return snap
+
+    def queue(self) -> list[JobSnapshot]:
+        """Snapshots of every queued and running run, in queue order (no curves)."""
+        snaps = (self.snapshot(rid, curves=False) for rid in self.active())
+        return [s for s in snaps if s is not None]
 
     def wait(self, run_id: str, timeout: float | None = None) -> RunStatus | None:
         """Block until a run is terminal (for the CLI and tests)."""
@@ -179,126 +230,112 @@ class JobManager:
             time.sleep(0.05)
 
     def shutdown(self, *, wait: bool = True, timeout: float = 30.0) -> None:
-        """Cancel everything, stop the workers."""
+        """Stop the worker (runs in progress end INTERRUPTED) and drop this app's queue."""
         self._closed.set()
-        for rid in self.active():
-            self.cancel(rid)
-        for q in list(self._queues.values()):
-            for _ in range(self.slots_per_device):
-                q.put(None)
-        if wait:
-            end = time.time() + timeout
-            for t in self._workers:
-                t.join(max(0.0, end - time.time()))
+        self._stop_worker(timeout=timeout if wait else 0.5)
+        for r in self.store.active_runs():
+            if r["owner"] == OWNER:  # queued by this process, never claimed
+                self.store.finish(r["id"], RunStatus.INTERRUPTED, if_active=True,
+                                  message="interrupted: the app stopped before it started")
 
-    # ----------------------------------------------------------------- workers
-    def _worker(self, q: queue.Queue) -> None:
-        while True:
-            run_id = q.get()
-            if run_id is None:
+    # --------------------------------------------------------------- internals
+    def _owned(self, run_id: str, *, session: str | None, instructor: bool,
+               verb: str) -> dict | None:
+        row = self.store.get_run(run_id)
+        if row is not None and not may_control(row["session"], session=session,
+                                               instructor=instructor):
+            owner = f"session {row['session']}" if row["session"] else "no session"
+            raise NotOwner(f"Run {run_id} belongs to {owner}; only its owner or an "
+                           f"instructor can {verb} it.")
+        return row
+
+    def _ensure_worker(self) -> None:
+        with self._lock:
+            if self._closed.is_set() or (self._worker is not None and self._worker.is_alive()):
                 return
-            job = self._jobs.get(run_id)
-            if job is not None:
-                self._run(job)
+            if worker_alive(self.store.root):  # another app process serves this store
+                return
+            if self._worker is not None:
+                self._worker.join(0)
+            self._worker = CTX.Process(target=serve, args=(self.settings, self._closing),
+                                       name="dpsynth-worker")
+            self._worker.start()
 
-    def _set(self, job: _Job, **kw) -> None:
-        with job.lock:
-            for k, v in kw.items():
-                setattr(job.snap, k, v)
+    def _stop_worker(self, timeout: float = 5.0) -> None:
+        self._closing.set()
+        w = self._worker
+        if w is not None and w.pid is not None:
+            w.join(timeout)
+            if w.is_alive():
+                w.kill()
+                w.join(5)
 
-    def _run(self, job: _Job) -> None:
-        run_id = job.snap.run_id
-        if job.stop.is_set():
-            self._set(job, status=RunStatus.CANCELLED, ended=time.time(),
-                      message="cancelled before it started")
-            self.store.finish(run_id, RunStatus.CANCELLED, message="cancelled before it started")
-            return
-        final: RunStatus | None = None
-        message = ""
-        final_metrics: dict[str, float] | None = None
-        try:
-            import torch
-
-            torch.set_num_threads(self.torch_threads)
-            self.store.mark_running(run_id)
-            self._set(job, status=RunStatus.RUNNING, started=time.time())
-            out_dir = self.store.artifact_dir(run_id)
-            for ev in self._execute(job.snap.config, out_dir, stop=job.stop,
-                                    full_eval=self.full_eval):
-                self._on_event(job, ev)
-                if ev.phase == "done":
-                    final, final_metrics = RunStatus.FINISHED, dict(ev.metrics or {})
-                    message = ev.message or "finished"
-                elif ev.phase == "cancelled":
-                    final, message = RunStatus.CANCELLED, ev.message or "stopped by the user"
-            if final is None:
-                final = RunStatus.CANCELLED if job.stop.is_set() else RunStatus.FAILED
-                message = ("stopped by the user" if job.stop.is_set()
-                           else "the trainer ended without a final 'done' event")
-        except InputError as e:
-            final, message = RunStatus.FAILED, str(e)
-        except Exception as e:  # any crash is a failed run, with its trace kept on disk
-            final, message = RunStatus.FAILED, f"{type(e).__name__}: {e}"
+    def _supervise(self) -> None:
+        """Heartbeat this app's queued rows; restart the worker if queued runs lack one."""
+        last_beat = 0.0
+        while not self._closed.wait(SUPERVISE_S):
             try:
-                (self.store.artifact_dir(run_id) / "error.txt").write_text(traceback.format_exc())
+                active = self.store.active_runs()
+                if any(r["status"] == "queued" for r in active):
+                    self._ensure_worker()
+                if time.time() - last_beat >= self.settings.heartbeat_s:
+                    self.store.heartbeat(r["id"] for r in active if r["owner"] == OWNER)
+                    last_beat = time.time()
+            except Exception:  # a hiccup in the store must not end supervision
+                import traceback
+
+                traceback.print_exc()
+
+    def _fill_curves(self, snap: JobSnapshot) -> None:
+        with self._lock:
+            c = self._curves.pop(snap.run_id, None) or _Curves()
+            self._curves[snap.run_id] = c  # most recently read last
+            while len(self._curves) > KEEP_CURVES:
+                del self._curves[next(iter(self._curves))]
+            new, c.after = self.store.metric_rows_after(snap.run_id, c.after)
+            c.eps += [(s, v) for s, v in new.get("epsilon_spent", []) if v is not None]
+            c.loss += [(s, v) for s, v in new.get("loss", []) if v is not None]
+            for key, points in new.items():
+                if key.startswith("probe"):
+                    c.probe += [(s, {key: v}) for s, v in points if v is not None]
+            path = self.store.artifact_dir(snap.run_id) / LIVE_SAMPLES
+            try:
+                version = path.stat().st_mtime_ns
             except OSError:
-                pass
-        finally:
-            if final is None:  # BaseException (e.g. interpreter exit): never success
-                final, message = RunStatus.FAILED, message or "aborted"
-            # Store first, then the in-memory status: whoever sees a terminal snapshot
-            # (jm.wait, the pages) can rely on the store already saying the same.
-            try:
-                self.store.finish(run_id, final, message=message, metrics=final_metrics)
-            except Exception:  # a broken store must not kill the worker thread
-                traceback.print_exc()
-            self._set(job, status=final, ended=time.time(), message=message)
+                version = c.samples_version
+            if version != c.samples_version:
+                try:
+                    with np.load(path) as z:
+                        c.samples = (z["x"], z["y"])
+                    c.samples_version = version
+                except (OSError, ValueError, KeyError):
+                    pass  # replaced while reading: the next poll gets it
+            snap.eps_curve, snap.loss_curve, snap.probe_curve = c.eps, c.loss, c.probe
+            snap.samples, snap.samples_version = c.samples, c.samples_version
 
-    def _on_event(self, job: _Job, ev) -> None:
-        values: dict[str, float] = {}
-        eps = ev.epsilon_spent
-        if eps is not None:
-            values["epsilon_spent"] = float(eps)
-        if ev.loss is not None:
-            values["loss"] = float(ev.loss)
-        for k, v in (ev.metrics or {}).items():
-            if isinstance(v, (int, float)):
-                values[k] = float(v)
-        with job.lock:
-            s = job.snap
-            s.phase, s.step, s.total = ev.phase, int(ev.step), int(ev.total)
-            if eps is not None:
-                s.epsilon_spent = float(eps)
-                s.eps_curve.append((s.step, float(eps)))
-            if ev.loss is not None and ev.phase == "train":
-                s.loss_curve.append((s.step, float(ev.loss)))
-            if ev.metrics:
-                numeric = {k: float(v) for k, v in ev.metrics.items()
-                           if isinstance(v, (int, float))}
-                s.metrics = {**s.metrics, **numeric}
-                if ev.phase == "probe":
-                    s.probe_curve.append((s.step, numeric))
-            if ev.samples is not None:
-                x, y = ev.samples
-                s.samples = (np.asarray(x), np.asarray(y))
-                s.samples_version += 1
-                if s.first_samples_at is None:
-                    s.first_samples_at = time.time()
-            if ev.message:
-                s.message = ev.message
-            metrics = dict(s.metrics)
-        self.store.record_progress(job.snap.run_id, step=ev.step, total=ev.total,
-                                   epsilon_spent=eps, values=values,
-                                   metrics=metrics if ev.metrics else None)
+    def _usual(self, config: dict, newest: float | None) -> eta.Typical:
+        """Typical durations of runs like `config`; re-read when a run has finished
+        since (`newest`: the store's latest finish time)."""
+        key = (config["method"], config["dataset"])
+        cached = self._timings.get(key)
+        if cached is None or cached[0] != newest:
+            cached = (newest, self.store.finished_timings(method=key[0], dataset=key[1]))
+            self._timings[key] = cached
+        return eta.typical(cached[1], config)
 
-    def _heartbeat_loop(self) -> None:
-        while not self._closed.wait(HEARTBEAT_S):
-            try:
-                self.store.heartbeat(self.active())
-            except Exception:
-                traceback.print_exc()
-
-    def _forget_old(self) -> None:
-        done = [rid for rid, j in self._jobs.items() if j.snap.status.terminal]
-        for rid in done[:-KEEP_FINISHED] if len(done) > KEEP_FINISHED else []:
-            self._jobs.pop(rid, None)
+    def _fill_estimates(self, snap: JobSnapshot, row: dict) -> None:
+        now = time.time()
+        newest = self.store.last_finished()
+        plan = eta.queue_plan(
+            self.store.active_runs(), slots_per_device=self.slots_per_device,
+            remaining=lambda r: eta.remaining_s(r, self._usual(r["config"], newest), now),
+            duration=lambda r: self._usual(r["config"], newest).total_s)
+        slot = plan.get(snap.run_id)
+        if slot is None:
+            return
+        snap.position = slot.position
+        snap.start_in_s = self._smooth(snap.run_id, "start", slot.start_in_s, now)
+        snap.eta_s = self._smooth(snap.run_id, "finish", slot.finish_in_s, now)
+        if snap.evaluating:
+            snap.eval_elapsed_s, snap.eval_fraction = eta.evaluation_progress(
+                row, self._usual(row["config"], newest), now)

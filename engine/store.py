@@ -1,11 +1,18 @@
 """Run store: every run as one SQLite row plus an artifact folder, kept across restarts.
 
-Layout under the runs root (default ./runs, env DPSYNTH_RUNS overrides):
+Layout under the runs root (see `default_root`: $DPSYNTH_RUNS, else $DPSYNTH_HOME/runs,
+else ~/.local/share/dp-synth-lab/runs — outside the checkout, so no file watcher sees it):
 
     runs.db              SQLite (WAL): table `runs` (one row a run) and `metrics`
                          ((run, key, step, value, time) rows, MLflow-style)
     <run_id>/            artifacts the runner writes: config.json, metrics.json,
-                         synthetic.npz | synthetic.csv, samples.png
+                         synthetic.npz | synthetic.csv, samples.png; live.npz (the latest
+                         sample batch, for live views)
+    worker.lock, .pid    the training worker of this store (engine/worker.py)
+
+The store is also the job queue: QUEUED rows are claimed by the worker process
+(`claim_next`), a stop is a request written into the row (`request_stop`), and the
+pages read progress from it.
 
 Status follows an explicit enum with a terminal set. A run is only ever marked
 FINISHED by the code path that saw the trainer's "done" event; crashes become FAILED
@@ -78,7 +85,12 @@ CREATE TABLE IF NOT EXISTS runs (
     real_accuracy REAL,      -- same classifier trained on real data (not private)
     summary TEXT,            -- final metrics JSON (or last probe metrics)
     message TEXT,
-    owner TEXT               -- "pid:start-time" of the process running it
+    owner TEXT,              -- "pid:start-time" of the process running it
+    session TEXT,            -- the browser session that asked for it (NULL: CLI, gallery)
+    device TEXT,             -- the queue it waits in: "cpu" or "cuda:N"
+    phase TEXT,              -- last event phase: release, train, probe, evaluate, ...
+    eval_started REAL,       -- when the final evaluation began (for estimates)
+    stop_requested REAL      -- when someone pressed Stop
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL,
@@ -92,10 +104,15 @@ CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
 
 _COLUMNS = ("id", "created", "started", "ended", "heartbeat", "status", "method",
             "dataset", "epsilon", "delta", "seed", "sweep", "config", "step", "total",
-            "epsilon_spent", "accuracy", "real_accuracy", "summary", "message", "owner")
+            "epsilon_spent", "accuracy", "real_accuracy", "summary", "message", "owner",
+            "session", "device", "phase", "eval_started", "stop_requested")
+# Columns added after the first release, with their types (older stores get them).
+_ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
+          "eval_started": "REAL", "stop_requested": "REAL"}
+_QUEUED, _RUNNING = "queued", "running"
 
 
-def _process_token(pid: int) -> str | None:
+def process_token(pid: int) -> str | None:
     """"pid:start-time" names one process for good (a pid alone can be reused);
     None when no live process has that pid (a zombie counts as dead)."""
     try:
@@ -111,11 +128,17 @@ def _process_token(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else f"{pid}:{fields[19]}"
 
 
-OWNER = _process_token(os.getpid())
+OWNER = process_token(os.getpid())
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("DPSYNTH_RUNS", "runs"))
+    """Where runs live: $DPSYNTH_RUNS, else $DPSYNTH_HOME/runs, else the user's data
+    folder. Never inside the checkout by default: Streamlit's watcher and git stay out."""
+    if os.environ.get("DPSYNTH_RUNS"):
+        return Path(os.environ["DPSYNTH_RUNS"])
+    home = os.environ.get("DPSYNTH_HOME") or Path(
+        os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dp-synth-lab"
+    return Path(home) / "runs"
 
 
 def _finite_or_none(x: Any) -> float | None:
@@ -160,8 +183,10 @@ class RunStore:
         with self._write:
             con = self._con()
             con.executescript(_SCHEMA)
-            if "owner" not in {r[1] for r in con.execute("PRAGMA table_info(runs)")}:
-                con.execute("ALTER TABLE runs ADD COLUMN owner TEXT")  # stores from before
+            have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+            for col, kind in _ADDED.items():
+                if col not in have:  # stores written by an older version
+                    con.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
             con.commit()
         if recover:
             self.recover_stale(stale_after_s=stale_after_s)
@@ -177,11 +202,13 @@ class RunStore:
             self._local.con = con
         return con
 
-    def _exec(self, sql: str, args: tuple = ()) -> None:
+    def _exec(self, sql: str, args: tuple = ()) -> int:
+        """Run one write; returns the number of rows it changed."""
         with self._write:
             con = self._con()
-            con.execute(sql, args)
+            n = con.execute(sql, args).rowcount
             con.commit()
+        return n
 
     def artifact_dir(self, run_id: str) -> Path:
         if not run_id or "/" in run_id or ".." in run_id:
@@ -189,16 +216,19 @@ class RunStore:
         return self.root / run_id
 
     # ------------------------------------------------------------------ writes
-    def create_run(self, config: RunConfig, *, sweep: str | None = None) -> str:
-        """Register a new run as QUEUED, save its config, make its artifact folder."""
+    def create_run(self, config: RunConfig, *, sweep: str | None = None,
+                   session: str | None = None, device: str = "cpu") -> str:
+        """Register a new run as QUEUED on `device`'s queue, save its config, make its
+        artifact folder. `session` is the browser session that owns it (None: nobody's)."""
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         now = time.time()
         eps = config.epsilon if math.isfinite(config.epsilon) else None
         self._exec(
             "INSERT INTO runs (id, created, heartbeat, status, method, dataset, epsilon, "
-            "delta, seed, sweep, config, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "delta, seed, sweep, config, owner, session, device) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, now, now, RunStatus.QUEUED.value, config.method, config.dataset, eps,
-             config.delta, int(config.seed), sweep, config.to_json(), OWNER),
+             config.delta, int(config.seed), sweep, config.to_json(), OWNER, session, device),
         )
         d = self.artifact_dir(run_id)
         d.mkdir(parents=True, exist_ok=True)
@@ -206,9 +236,53 @@ class RunStore:
         return run_id
 
     def mark_running(self, run_id: str) -> None:
+        """This process now runs `run_id` (a dead owner makes the row stale)."""
         now = time.time()
         self._exec("UPDATE runs SET status=?, started=?, heartbeat=?, owner=? WHERE id=?",
                    (RunStatus.RUNNING.value, now, now, OWNER, run_id))
+
+    def claim_next(self, *, full: set[str] | frozenset[str] = frozenset()
+                   ) -> tuple[str, str] | None:
+        """Take the oldest QUEUED run whose device is not in `full` (devices without a
+        free slot) and mark it RUNNING for this process; (run_id, device) or None.
+
+        The update is conditional on the row still being QUEUED, so two claimers (or a
+        Stop pressed at the same moment) can never both win."""
+        con = self._con()
+        for r in con.execute("SELECT id, COALESCE(device, 'cpu') AS device FROM runs "
+                             "WHERE status=? ORDER BY created, rowid", (_QUEUED,)).fetchall():
+            if r["device"] in full:
+                continue
+            now = time.time()
+            if self._exec("UPDATE runs SET status=?, started=?, heartbeat=?, owner=? "
+                          "WHERE id=? AND status=?",
+                          (_RUNNING, now, now, OWNER, r["id"], _QUEUED)):
+                return r["id"], r["device"]
+        return None
+
+    def request_stop(self, run_id: str) -> RunStatus | None:
+        """Stop a run: a QUEUED one is CANCELLED at once (it never starts); a RUNNING one
+        gets a stop request its worker acts on. Returns the status it has now, None if
+        it was already terminal or does not exist."""
+        if self._exec("UPDATE runs SET status=?, ended=?, message=?, stop_requested=? "
+                      "WHERE id=? AND status=?",
+                      (RunStatus.CANCELLED.value, time.time(), "cancelled before it started",
+                       time.time(), run_id, _QUEUED)):
+            return RunStatus.CANCELLED
+        if self._exec("UPDATE runs SET stop_requested=COALESCE(stop_requested, ?) "
+                      "WHERE id=? AND status=?", (time.time(), run_id, _RUNNING)):
+            return RunStatus.RUNNING
+        return None
+
+    def stop_requests(self, run_ids) -> dict[str, float]:
+        """{run_id: time Stop was pressed} for those of `run_ids` that have one."""
+        ids = list(run_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._con().execute(f"SELECT id, stop_requested FROM runs WHERE id IN ({marks}) "
+                                   "AND stop_requested IS NOT NULL", ids)
+        return {r["id"]: r["stop_requested"] for r in rows}
 
     def heartbeat(self, run_ids) -> None:
         ids = list(run_ids)
@@ -222,7 +296,8 @@ class RunStore:
 
     def record_progress(self, run_id: str, *, step: int, total: int,
                         epsilon_spent: float | None, values: dict[str, float],
-                        metrics: dict[str, float] | None = None) -> None:
+                        metrics: dict[str, float] | None = None,
+                        phase: str | None = None) -> None:
         """Append metric rows for one event and refresh the run's summary columns."""
         now = time.time()
         rows = [(run_id, k, int(step), _finite_or_none(v), now) for k, v in values.items()]
@@ -233,6 +308,12 @@ class RunStore:
                 con.executemany("INSERT INTO metrics VALUES (?,?,?,?,?)", rows)
             sets = ["step=?", "total=?", "heartbeat=?"]
             args: list[Any] = [int(step), int(total), now]
+            if phase is not None:
+                sets.append("phase=?")
+                args.append(phase)
+                if phase == "evaluate":
+                    sets.append("eval_started=COALESCE(eval_started, ?)")
+                    args.append(now)
             if epsilon_spent is not None:
                 sets.append("epsilon_spent=?")
                 args.append(_finite_or_none(epsilon_spent))
@@ -249,8 +330,12 @@ class RunStore:
             con.commit()
 
     def finish(self, run_id: str, status: RunStatus, *, message: str = "",
-               metrics: dict[str, float] | None = None) -> None:
-        """Move a run to a terminal status; keep earlier metrics unless new ones are given."""
+               metrics: dict[str, float] | None = None, if_active: bool = False) -> bool:
+        """Move a run to a terminal status; keep earlier metrics unless new ones are given.
+
+        With `if_active`, only a QUEUED or RUNNING row changes (whoever records the end
+        first wins: the training process, or its worker after killing it). Returns
+        whether the row changed."""
         status = RunStatus(status)
         if not status.terminal:
             raise ValueError(f"finish() needs a terminal status, got {status}")
@@ -261,7 +346,10 @@ class RunStore:
         if metrics:
             sets += ["summary=?", "accuracy=?", "real_accuracy=?"]
             args += [json.dumps(jsonable(metrics)), acc, real]
-        self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE id=?", (*args, run_id))
+        where = "id=?" + (" AND status IN (?,?)" if if_active else "")
+        extra = (_QUEUED, _RUNNING) if if_active else ()
+        return self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE {where}",
+                          (*args, run_id, *extra)) > 0
 
     def recover_stale(self, *, stale_after_s: float = STALE_AFTER_S) -> list[str]:
         """Mark QUEUED/RUNNING runs as INTERRUPTED when the process that owned them is
@@ -278,7 +366,7 @@ class RunStore:
                              "WHERE status IN (?,?)", (RunStatus.QUEUED.value, RunStatus.RUNNING.value)):
             if r["owner"] == OWNER:
                 continue
-            owner_dead = r["owner"] is not None and _process_token(int(r["owner"].split(":")[0])) != r["owner"]
+            owner_dead = r["owner"] is not None and process_token(int(r["owner"].split(":")[0])) != r["owner"]
             if owner_dead or r["beat"] < cutoff:
                 ids.append(r["id"])
         for run_id in ids:
@@ -376,10 +464,54 @@ class RunStore:
 
     def metric_history(self, run_id: str) -> dict[str, list[tuple[int, float | None]]]:
         """{key: [(step, value), ...]} in logging order."""
+        return self.metric_rows_after(run_id, 0)[0]
+
+    def metric_rows_after(self, run_id: str, after: int
+                          ) -> tuple[dict[str, list[tuple[int, float | None]]], int]:
+        """Metric rows logged after row number `after`, as in `metric_history`, plus the
+        last row number: live views read only what is new each second."""
         out: dict[str, list[tuple[int, float | None]]] = {}
+        last = after
         for r in self._con().execute(
-                "SELECT key, step, value FROM metrics WHERE run_id=? ORDER BY rowid", (run_id,)):
+                "SELECT rowid, key, step, value FROM metrics WHERE run_id=? AND rowid>? "
+                "ORDER BY rowid", (run_id, after)):
             out.setdefault(r["key"], []).append((r["step"], r["value"]))
+            last = r["rowid"]
+        return out, last
+
+    def active_runs(self) -> list[dict[str, Any]]:
+        """QUEUED and RUNNING runs in queue order (oldest first)."""
+        rows = self._con().execute("SELECT * FROM runs WHERE status IN (?,?) "
+                                   "ORDER BY created, rowid", (_QUEUED, _RUNNING))
+        return [_row(r) for r in rows]
+
+    def find_finished(self, config: RunConfig) -> str | None:
+        """The newest FINISHED run with exactly this config (canonical JSON), if any."""
+        r = self._con().execute("SELECT id FROM runs WHERE status=? AND config=? "
+                                "ORDER BY ended DESC LIMIT 1",
+                                (RunStatus.FINISHED.value, config.to_json())).fetchone()
+        return r["id"] if r else None
+
+    def last_finished(self) -> float | None:
+        """When the newest FINISHED run ended (cheap: tells caches to refresh)."""
+        return self._con().execute("SELECT MAX(ended) FROM runs WHERE status=?",
+                                   (RunStatus.FINISHED.value,)).fetchone()[0]
+
+    def finished_timings(self, *, method: str, dataset: str, limit: int = 20
+                         ) -> list[dict[str, Any]]:
+        """Measured durations of the newest finished runs of `method` on `dataset`:
+        [{"config": dict, "train_s": float, "eval_s": float | None}] (for estimates)."""
+        rows = self._con().execute(
+            "SELECT config, started, ended, eval_started FROM runs WHERE status=? AND "
+            "method=? AND dataset=? AND started IS NOT NULL AND ended IS NOT NULL "
+            "ORDER BY ended DESC LIMIT ?",
+            (RunStatus.FINISHED.value, method, dataset, int(limit)))
+        out = []
+        for r in rows:
+            split = r["eval_started"] if r["eval_started"] is not None else r["ended"]
+            out.append({"config": json.loads(r["config"]), "train_s": split - r["started"],
+                        "eval_s": None if r["eval_started"] is None
+                        else r["ended"] - r["eval_started"]})
         return out
 
     def artifacts(self, run_id: str) -> dict[str, Path]:

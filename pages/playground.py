@@ -204,20 +204,30 @@ with settings:
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
 
     run_id = st.session_state.get("pg_run")
-    snap = jobs().snapshot(run_id) if run_id else None
+    snap = jobs().snapshot(run_id, curves=False) if run_id else None
     running = snap is not None and not snap.status.terminal
     b1, b2 = actions.columns(2)
     if b1.button("Train", type="primary", disabled=config is None or running or bool(refuse),
                  key="pg_train", use_container_width=True, help=refuse):
         try:
-            st.session_state["pg_run"] = jobs().submit(config)
-            st.session_state["pg_seen_active"] = True
+            sub = jobs().request(config)
+            st.session_state["pg_run"] = sub.run_id
+            st.session_state["pg_reused"] = sub.reused
+            st.session_state["pg_seen_active"] = not sub.reused
         except InputError as e:
             show_input_error(e)
         st.rerun()
-    if b2.button("Stop", disabled=not running, key="pg_stop", use_container_width=True):
-        jobs().cancel(run_id)
+    if b2.button("Stop", disabled=not running or not jobs().may_control(run_id),
+                 key="pg_stop", use_container_width=True,
+                 help="Only the session that started a run (or an instructor) can stop it."):
+        try:
+            jobs().cancel(run_id)
+        except InputError as e:
+            show_input_error(e)
         st.rerun()
+    if run_id and st.session_state.get("pg_reused"):
+        actions.info(f"Reused the finished run `{run_id}`: same settings and seed, so "
+                     "nothing was retrained and no privacy budget was spent again.")
 
     if data is not None and data.kind == "image":
         with st.expander(f"Peek at the training data ({REAL_NOTE})"):

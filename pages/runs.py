@@ -22,20 +22,29 @@ store = jm.store
 
 @st.fragment(run_every=1.0 if jm.active() else None)
 def queue_strip() -> None:
-    active = jm.active()
-    if not active:
+    queue = jm.queue()
+    if not queue:
         return
-    st.markdown(f"**{len(active)} run(s) queued or training**")
-    for rid in active:
-        snap = jm.snapshot(rid)
-        if snap is None:
-            continue
+    st.markdown(f"**{len(queue)} run(s) queued or training** (one at a time per device; "
+                "times are estimates)")
+    for snap in queue:
         a, b = st.columns([5, 1])
-        label = (f"{rid} · {snap.config.method} · {snap.config.dataset} · "
-                 f"ε = {format_epsilon(snap.config.epsilon)} · {snap.status.value}")
+        where = (f"position {snap.position}" if snap.position else snap.status.value)
+        if snap.status == RunStatus.QUEUED and snap.start_in_s is not None:
+            where += f", starts in about {snap.start_in_s:,.0f} s"
+        elif snap.eta_s is not None:
+            where += f", about {snap.eta_s:,.0f} s left"
+        label = (f"{snap.run_id} · {snap.config.method} · {snap.config.dataset} · "
+                 f"ε = {format_epsilon(snap.config.epsilon)} · {where} · "
+                 f"by {jm.owner_label(snap.session)}")
         a.progress(snap.fraction, text=label)
-        if b.button("Stop", key=f"runs_stop_{rid}"):
-            jm.cancel(rid)
+        if b.button("Stop", key=f"runs_stop_{snap.run_id}",
+                    disabled=not jm.may_control(snap.run_id),
+                    help="Only the session that started a run (or an instructor) can stop it."):
+            try:
+                jm.cancel(snap.run_id)
+            except InputError as e:
+                show_input_error(e)
 
 
 queue_strip()
@@ -126,8 +135,8 @@ if picked:
         st.write("This removes the runs and their files for good.")
         if st.button("Delete", type="primary", key="runs_delete"):
             try:
-                for rid in picked:
-                    store.delete_run(rid)
+                for rid in picked:  # owner-only: jobs() is this session's view
+                    jm.delete(rid)
             except InputError as e:
                 show_input_error(e)
             else:

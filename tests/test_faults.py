@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -80,49 +81,73 @@ def test_cancel_mid_run_leaves_a_consistent_store(tmp_path):
 # ------------------------------------------------------------------ SIGKILL
 
 _SERVER = """
-import sys, torch
-torch.set_num_threads(1)
+import sys
 from engine.config import RunConfig
 from engine.jobs import JobManager
 from engine.store import RunStore
-jm = JobManager(RunStore(sys.argv[1]), full_eval=False, torch_threads=1)
-rid = jm.submit(RunConfig(dataset="digits", device="cpu", params=%r))
-print(rid, flush=True)
-jm.wait(rid)
+if __name__ == "__main__":
+    jm = JobManager(RunStore(sys.argv[1]), full_eval=False, torch_threads=1)
+    rid = jm.submit(RunConfig(dataset="digits", device="cpu", params=%r))
+    print(rid, flush=True)
+    jm.wait(rid)
 """ % (SLOW,)
 
 
-def _kill_mid_run(root: Path) -> tuple[str, dict, dict]:
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(root)], cwd=ROOT,
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _kill_mid_run(root: Path, *, whole_group: bool) -> tuple[str, dict, dict, list[int]]:
+    """Start an app process (JobManager, worker, trainer) on `root`, SIGKILL it mid-run
+    (`whole_group`: every process at once, as in a power cut), wait until no process of
+    it is left; return the run id, its row and history, and the pids that were killed."""
+    script = root / "server.py"
+    script.write_text(_SERVER)
+    proc = subprocess.Popen([sys.executable, str(script), str(root)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            env={**os.environ, "OMP_NUM_THREADS": "1",
+                                 "PYTHONPATH": str(ROOT)}, start_new_session=True)
     try:
         rid = proc.stdout.readline().strip()
         assert rid, "the server process did not start a run"
         watcher = RunStore(root, recover=False)
-        deadline = time.time() + 90
+        deadline = time.time() + 120
         while time.time() < deadline:
             row = watcher.get_run(rid)
             if row["status"] == "running" and row["step"] >= 5:
                 break
             time.sleep(0.1)
-        os.kill(proc.pid, signal.SIGKILL)
+        trainer = int(watcher.get_run(rid)["owner"].split(":")[0])
+        worker = int((root / "worker.pid").read_text().split(":")[0])
+        assert len({proc.pid, worker, trainer}) == 3  # three processes, training in the last
+        if whole_group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    deadline = time.time() + 10
+    while (_alive(worker) or _alive(trainer)) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker) and not _alive(trainer), "training outlived its app"
     before = watcher.get_run(rid)
     history = watcher.metric_history(rid)
     watcher.close()
-    assert before["status"] == "running" and before["step"] >= 5
-    return rid, before, history
+    assert before["step"] >= 5
+    return rid, before, history, [proc.pid, worker, trainer]
 
 
-def test_sigkill_mid_run_then_restart_lists_it_interrupted_with_last_metrics(tmp_path):
-    rid, before, history = _kill_mid_run(tmp_path)
-    time.sleep(1.2)  # the dead process's heartbeat is now older than the threshold below
-    jm = JobManager(RunStore(tmp_path, stale_after_s=1.0), full_eval=False)
+def test_sigkill_of_everything_then_restart_lists_it_interrupted_with_last_metrics(tmp_path):
+    rid, before, history, _ = _kill_mid_run(tmp_path, whole_group=True)
+    assert before["status"] == "running"  # nobody was left to say otherwise
+    jm = JobManager(RunStore(tmp_path), full_eval=False)  # exactly what the app does
     try:
         row = _consistent(jm.store, rid)
         assert row["status"] == "interrupted" and "interrupted" in row["message"]
@@ -137,14 +162,15 @@ def test_sigkill_mid_run_then_restart_lists_it_interrupted_with_last_metrics(tmp
     assert _integrity(tmp_path) == "ok"
 
 
-def test_immediate_restart_after_sigkill_lists_it_interrupted(tmp_path):
-    rid, _, _ = _kill_mid_run(tmp_path)
-    jm = JobManager(RunStore(tmp_path), full_eval=False)  # exactly what the app does
-    try:
-        time.sleep(1.0)
-        assert jm.store.get_run(rid)["status"] == "interrupted"
-    finally:
-        jm.shutdown()
+def test_sigkill_of_the_app_ends_its_training_as_interrupted(tmp_path):
+    rid, before, history, _ = _kill_mid_run(tmp_path, whole_group=False)
+    # The worker saw its app go, stopped the trainer and said so.
+    assert before["status"] == "interrupted" and "the app that started it stopped" in \
+        before["message"]
+    row = _consistent(RunStore(tmp_path), rid)
+    assert row["status"] == "interrupted" and row["step"] == before["step"]
+    assert not (tmp_path / rid / "metrics.json").exists()
+    assert _integrity(tmp_path) == "ok"
 
 
 # ------------------------------------------------------------------ concurrent jobs
@@ -152,19 +178,20 @@ def test_immediate_restart_after_sigkill_lists_it_interrupted(tmp_path):
 
 def test_four_concurrent_jobs_finish_with_separate_correct_results(tmp_path):
     jm = JobManager(RunStore(tmp_path), slots_per_device=4, full_eval=False, torch_threads=1)
-    tiny = dict(n_features=200, epochs=2, batch_size=100, sample_every=5)
+    tiny = dict(n_features=200, epochs=6, batch_size=100, sample_every=5)
     configs = [RunConfig(dataset="digits", device="cpu", epsilon=eps, seed=i, n_synthetic=n,
                          params=tiny)
                for i, (eps, n) in enumerate([(0.5, 50), (1.0, 60), (4.0, 70), (math.inf, 80)])]
     try:
         ids = [jm.submit(c) for c in configs]
-        started = time.time()
-        while time.time() - started < 60 and sum(
-                jm.status(r) == RunStatus.RUNNING for r in ids) < 2 and \
-                not all(jm.status(r).terminal for r in ids):
-            time.sleep(0.02)
         statuses = [jm.wait(r, timeout=180) for r in ids]
         assert statuses == [RunStatus.FINISHED] * 4, [jm.store.get_run(r)["message"] for r in ids]
+        # They did train at the same time: the most runs between their trainer's start
+        # and their end at any moment.
+        rows = [jm.store.get_run(r) for r in ids]
+        edges = sorted([(r["started"], 1) for r in rows] + [(r["ended"], -1) for r in rows])
+        at_once = max(accumulate(d for _, d in edges))
+        assert at_once >= 2, rows
         for rid, cfg in zip(ids, configs):
             row = _consistent(jm.store, rid)
             assert RunConfig.from_dict(row["config"]) == cfg

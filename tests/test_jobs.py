@@ -1,200 +1,255 @@
-"""Job runner: real tiny DP-MERF runs end to end, cancel, queueing, failure paths.
+"""Job runner: runs train in a worker's processes, never in the caller's; queueing,
+estimates, owner-only control, stop latency, reuse of identical runs, failure paths.
 
 The main path drives the real engine (engine.runner.execute on digits). Scheduling and
-crash handling use small stand-in trainers, because what they test is the job runner's
-bookkeeping, not the method.
+crash handling use a scripted stand-in trainer (tests/job_fakes.py), because what they
+test is the job runner's bookkeeping, not the method.
 """
 
 import math
 import os
-import threading
 import time
 
-import numpy as np
 import pytest
 
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.events import Event
-from engine.jobs import JobManager
+from engine.jobs import JobManager, NotOwner
 from engine.store import RunStatus, RunStore
+from engine.worker import STOP_GRACE_S
+from job_fakes import pids, scripted, times
 
 TINY = RunConfig(method="dpmerf", dataset="digits", epsilon=1.0, device="cpu",
                  params={"n_features": 500, "epochs": 1})
 
 
-@pytest.fixture
-def manager(tmp_path):
-    jm = JobManager(RunStore(tmp_path), full_eval=False)
+def fake(seed=0, **params) -> RunConfig:
+    return RunConfig(device="cpu", seed=seed, params=params)
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    jm = JobManager(RunStore(tmp_path_factory.mktemp("real")), full_eval=False)
     yield jm
     jm.shutdown()
 
 
-def test_real_tiny_run_finishes_and_is_stored(manager, tmp_path):
-    rid = manager.submit(TINY)
-    assert manager.wait(rid, timeout=120) == RunStatus.FINISHED
-    row = manager.store.get_run(rid)
+@pytest.fixture(scope="module")
+def jm(tmp_path_factory):
+    """One worker with the scripted trainer for the bookkeeping tests."""
+    jm = JobManager(RunStore(tmp_path_factory.mktemp("fake")), execute=scripted,
+                    heartbeat_s=0.1)
+    yield jm
+    jm.shutdown()
+
+
+def _wait_for(cond, timeout=60.0):
+    deadline = time.time() + timeout
+    while not cond():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+# ------------------------------------------------------------------ real engine
+
+
+def test_real_tiny_run_finishes_in_another_process(real):
+    rid = real.submit(TINY)
+    assert real.wait(rid, timeout=180) == RunStatus.FINISHED
+    row = real.store.get_run(rid)
     assert row["status"] == "finished" and row["message"]
+    # The row names the process that trained it: not this one.
+    assert int(row["owner"].split(":")[0]) != os.getpid()
     assert 0 < row["epsilon_spent"] <= 1.0 + 1e-9  # never more than the target
-    hist = manager.store.metric_history(rid)
+    hist = real.store.metric_history(rid)
     assert hist["epsilon_spent"] and hist["loss"]
-    names = set(manager.store.artifacts(rid))
+    names = set(real.store.artifacts(rid))
     assert {"config.json", "metrics.json", "synthetic.npz", "samples.png"} <= names
-    snap = manager.snapshot(rid)
+    snap = real.snapshot(rid)
     assert snap.samples is not None and snap.samples[0].shape[1:] == (1, 8, 8)
     assert snap.loss_curve and snap.eps_curve and snap.fraction == 1.0
-    assert snap.first_samples_at is not None and snap.eta_s is None
+    assert snap.eta_s is None and snap.position is None
 
 
-def test_cancel_a_running_real_job(manager):
-    cfg = RunConfig(dataset="digits", device="cpu", params={"n_features": 500, "epochs": 400})
-    rid = manager.submit(cfg)
-    deadline = time.time() + 60
-    while (manager.snapshot(rid).step < 2 or manager.status(rid) != RunStatus.RUNNING) \
-            and time.time() < deadline:
-        time.sleep(0.05)
-    assert manager.cancel(rid)
-    assert manager.wait(rid, timeout=60) == RunStatus.CANCELLED
-    assert manager.store.get_run(rid)["status"] == "cancelled"
-    assert manager.snapshot(rid).step < manager.snapshot(rid).total
+def test_cancel_a_running_real_job(real):
+    rid = real.submit(RunConfig(dataset="digits", device="cpu",
+                                params={"n_features": 500, "epochs": 400}))
+    _wait_for(lambda: real.snapshot(rid).step >= 2, timeout=120)
+    assert real.cancel(rid)
+    t0 = time.time()
+    assert real.wait(rid, timeout=10) == RunStatus.CANCELLED
+    assert time.time() - t0 < 2.0
+    assert real.store.get_run(rid)["status"] == "cancelled"
+    snap = real.snapshot(rid)
+    assert snap.step < snap.total
 
 
-def test_bad_params_fail_with_the_engine_message(manager):
-    rid = manager.submit(RunConfig(dataset="digits", device="cpu", params={"n_features": 3}))
-    assert manager.wait(rid, timeout=60) == RunStatus.FAILED
-    msg = manager.store.get_run(rid)["message"]
+def test_bad_params_fail_with_the_engine_message(real):
+    rid = real.submit(RunConfig(dataset="digits", device="cpu", params={"n_features": 3}))
+    assert real.wait(rid, timeout=120) == RunStatus.FAILED
+    msg = real.store.get_run(rid)["message"]
     assert "n_features" in msg and "Traceback" not in msg
 
 
-def test_invalid_config_is_refused_at_submit(manager):
+def test_invalid_config_is_refused_at_submit(real):
+    before = len(real.store.list_runs())
     with pytest.raises(InputError, match="epsilon"):
-        manager.submit(RunConfig(epsilon=-1.0, device="cpu"))
-    assert manager.store.list_runs() == []
+        real.submit(RunConfig(epsilon=-1.0, device="cpu"))
+    assert len(real.store.list_runs()) == before
 
 
 # ------------------------------------------------------- bookkeeping with stand-ins
 
 
-def _events(n=3, *, sleep=0.0):
-    for i in range(1, n + 1):
-        time.sleep(sleep)
-        yield Event("train", i, n, 0.5, loss=1.0 / i,
-                    samples=(np.zeros((2, 1, 8, 8), np.float32), np.arange(2)))
-    yield Event("done", n, n, 0.5, metrics={"synthetic/logreg": 0.6, "real/logreg": 0.9})
+def test_training_runs_in_a_worker_process_not_the_caller(jm):
+    rid = jm.submit(fake(seed=100))
+    assert jm.wait(rid, timeout=60) == RunStatus.FINISHED
+    trainer, worker = pids(jm.store.artifact_dir(rid))
+    assert trainer != os.getpid() and worker != os.getpid()
+    assert trainer != worker  # the worker hands each run to a trainer process
+    assert int(jm.store.get_run(rid)["owner"].split(":")[0]) == trainer
 
 
-def test_one_job_per_device_at_a_time(tmp_path):
-    running, peak, lock = [0], [0], threading.Lock()
-
-    def execute(config, out_dir, *, stop=None, full_eval=True):
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        try:
-            yield from _events(3, sleep=0.02)
-        finally:
-            with lock:
-                running[0] -= 1
-
-    jm = JobManager(RunStore(tmp_path), execute=execute)
-    try:
-        ids = [jm.submit(RunConfig(device="cpu", seed=i)) for i in range(4)]
-        assert [jm.wait(i, timeout=30) for i in ids] == [RunStatus.FINISHED] * 4
-        assert peak[0] == 1
-        starts = [jm.store.get_run(i)["started"] for i in ids]
-        assert starts == sorted(starts)  # FIFO
-        assert jm.store.get_run(ids[0])["accuracy"] == 0.6
-    finally:
-        jm.shutdown()
+def test_one_job_per_device_at_a_time_in_fifo_order(jm):
+    ids = [jm.submit(fake(seed=200 + i, sleep=0.05)) for i in range(4)]
+    assert [jm.wait(i, timeout=60) for i in ids] == [RunStatus.FINISHED] * 4
+    spans = [times(jm.store.artifact_dir(i)) for i in ids]
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert end <= start  # never two at once, in submission order
+    assert jm.store.get_run(ids[0])["accuracy"] == 0.6
 
 
-def test_crash_is_failed_never_finished(tmp_path):
-    def execute(config, out_dir, *, stop=None, full_eval=True):
-        yield Event("train", 1, 5, 0.5, loss=1.0, metrics={"probe/logreg": 0.2})
-        raise RuntimeError("boom")
-
-    jm = JobManager(RunStore(tmp_path), execute=execute)
-    try:
-        rid = jm.submit(RunConfig(device="cpu"))
-        assert jm.wait(rid, timeout=30) == RunStatus.FAILED
-        row = jm.store.get_run(rid)
-        assert row["message"] == "RuntimeError: boom" and row["accuracy"] == 0.2
-        assert "Traceback" in (tmp_path / rid / "error.txt").read_text()
-    finally:
-        jm.shutdown()
-
-
-def test_iterator_without_done_is_failed(tmp_path):
-    def execute(config, out_dir, *, stop=None, full_eval=True):
-        yield Event("train", 1, 5, 0.5, loss=1.0)
-
-    jm = JobManager(RunStore(tmp_path), execute=execute)
-    try:
-        rid = jm.submit(RunConfig(device="cpu"))
-        assert jm.wait(rid, timeout=30) == RunStatus.FAILED
-        assert "without a final 'done'" in jm.store.get_run(rid)["message"]
-    finally:
-        jm.shutdown()
+def test_queue_positions_and_estimates(jm):
+    gate = jm.store.root / "open-300"
+    gate.touch()  # measured history: two runs of this config that did not wait
+    for seed in (300, 301):
+        assert jm.wait(jm.submit(fake(seed=seed, do="gate", gate=gate.name)), 60).terminal
+    gate.unlink()
+    first = jm.submit(fake(seed=310, do="gate", gate=gate.name))
+    queued = [jm.submit(fake(seed=311 + i, do="gate", gate=gate.name)) for i in range(2)]
+    _wait_for(lambda: jm.status(first) == RunStatus.RUNNING)
+    snaps = [jm.snapshot(r) for r in queued]
+    assert [s.position for s in snaps] == [1, 2]
+    assert [s.status for s in snaps] == [RunStatus.QUEUED] * 2
+    assert [q.run_id for q in jm.queue()] == [first, *queued]
+    # Estimates from the measured runs: the second queued run starts when the first ends.
+    assert all(s.start_in_s is not None and s.eta_s is not None for s in snaps)
+    assert snaps[0].start_in_s < snaps[1].start_in_s
+    assert snaps[0].eta_s == pytest.approx(snaps[1].start_in_s, abs=0.5)
+    gate.touch()
+    assert [jm.wait(r, timeout=60) for r in [first, *queued]] == [RunStatus.FINISHED] * 3
 
 
-def test_cancel_while_queued_never_starts(tmp_path):
-    gate = threading.Event()
-    started = []
-
-    def execute(config, out_dir, *, stop=None, full_eval=True):
-        started.append(config.seed)
-        gate.wait(10)
-        yield from _events(1)
-
-    jm = JobManager(RunStore(tmp_path), execute=execute)
-    try:
-        first = jm.submit(RunConfig(device="cpu", seed=0))
-        second = jm.submit(RunConfig(device="cpu", seed=1))
-        assert jm.cancel(second)
-        gate.set()
-        assert jm.wait(first, timeout=30) == RunStatus.FINISHED
-        assert jm.wait(second, timeout=30) == RunStatus.CANCELLED
-        assert started == [0]
-        assert not jm.cancel(first)  # terminal runs cannot be cancelled
-    finally:
-        jm.shutdown()
+def test_only_the_owner_or_an_instructor_may_stop_or_delete(jm):
+    rid = jm.submit(fake(seed=400, do="gate", gate="open-400"), session="alice")
+    assert jm.snapshot(rid).session == "alice"
+    with pytest.raises(NotOwner, match="belongs to session alice"):
+        jm.cancel(rid, session="bob")
+    assert jm.status(rid) in (RunStatus.QUEUED, RunStatus.RUNNING)
+    unowned = jm.submit(fake(seed=401))  # the command line's: no browser session may stop it
+    with pytest.raises(NotOwner, match="belongs to no session; only its owner or an instructor"):
+        jm.cancel(unowned, session="alice")
+    assert jm.cancel(unowned)  # ...but the command line itself may
+    assert jm.may_control(rid, session="alice", instructor=False)
+    assert not jm.may_control(rid, session="bob", instructor=False)
+    assert jm.cancel(rid, session="bob", instructor=True)
+    assert jm.wait(rid, timeout=10) == RunStatus.CANCELLED
+    with pytest.raises(NotOwner, match="delete"):
+        jm.delete(rid, session="bob")
+    assert jm.store.get_run(rid) is not None
+    jm.delete(rid, session="alice")
+    assert jm.store.get_run(rid) is None
 
 
-def test_worker_leaves_the_server_a_core(tmp_path):
-    seen = []
-
-    def execute(config, out_dir, *, stop=None, full_eval=True):
-        import torch
-
-        seen.append(torch.get_num_threads())
-        yield from _events(1)
-
-    jm = JobManager(RunStore(tmp_path), execute=execute)
-    try:
-        assert jm.wait(jm.submit(RunConfig(device="cpu")), timeout=30) == RunStatus.FINISHED
-    finally:
-        jm.shutdown()
-    assert seen == [max(1, (os.cpu_count() or 2) - 1)]
+def test_stop_takes_effect_within_two_seconds_even_in_a_long_step(jm):
+    rid = jm.submit(fake(seed=500, do="slow_step", step_s=60), session="s")
+    _wait_for(lambda: jm.snapshot(rid).step >= 1)
+    t0 = time.time()
+    assert jm.cancel(rid, session="s")
+    assert jm.wait(rid, timeout=10) == RunStatus.CANCELLED
+    took = time.time() - t0
+    assert STOP_GRACE_S <= took < 2.0, took  # it had to be killed: the step ignores stop
+    assert "stopped by the user" in jm.store.get_run(rid)["message"]
+    # The next run starts at once on the freed slot.
+    assert jm.wait(jm.submit(fake(seed=501)), timeout=30) == RunStatus.FINISHED
 
 
-def test_heartbeat_keeps_live_runs_from_being_recovered(tmp_path, monkeypatch):
-    import engine.jobs as jobs_mod
+def test_identical_config_and_seed_reuses_the_finished_run(jm):
+    first = jm.request(fake(seed=600))
+    assert not first.reused and jm.wait(first.run_id, timeout=60) == RunStatus.FINISHED
+    again = jm.request(fake(seed=600))
+    assert again == (first.run_id, True)
+    assert len(jm.store.list_runs()) == len({r["id"] for r in jm.store.list_runs()})
+    other = jm.request(fake(seed=601))  # another seed is another run
+    assert not other.reused and other.run_id != first.run_id
+    forced = jm.request(fake(seed=600), reuse=False)
+    assert not forced.reused and forced.run_id != first.run_id
+    for r in (other.run_id, forced.run_id):
+        assert jm.wait(r, timeout=60) == RunStatus.FINISHED
 
-    monkeypatch.setattr(jobs_mod, "HEARTBEAT_S", 0.05)
-    gate = threading.Event()
 
-    def execute(config, out_dir, *, stop=None, full_eval=True):
-        gate.wait(10)
-        yield from _events(1)
+def test_crash_is_failed_never_finished(jm):
+    rid = jm.submit(fake(seed=700, do="crash"))
+    assert jm.wait(rid, timeout=60) == RunStatus.FAILED
+    row = jm.store.get_run(rid)
+    assert row["message"] == "RuntimeError: boom" and row["accuracy"] == 0.2
+    assert "Traceback" in (jm.store.artifact_dir(rid) / "error.txt").read_text()
 
-    jm = JobManager(RunStore(tmp_path), execute=execute)
-    try:
-        rid = jm.submit(RunConfig(device="cpu"))
-        time.sleep(0.5)
-        # Another process opening the store now sees a fresh heartbeat: not stale.
-        assert RunStore(tmp_path, stale_after_s=0.3).get_run(rid)["status"] == "running"
-        gate.set()
-        assert jm.wait(rid, timeout=30) == RunStatus.FINISHED
-    finally:
-        jm.shutdown()
+
+def test_iterator_without_done_is_failed(jm):
+    rid = jm.submit(fake(seed=701, do="no_done"))
+    assert jm.wait(rid, timeout=60) == RunStatus.FAILED
+    assert "without a final 'done'" in jm.store.get_run(rid)["message"]
+
+
+def test_a_killed_trainer_is_failed_and_the_queue_goes_on(jm):
+    rid = jm.submit(fake(seed=702, do="slow_step", step_s=60))
+    _wait_for(lambda: jm.snapshot(rid).step >= 1)
+    trainer, _ = pids(jm.store.artifact_dir(rid))
+    os.kill(trainer, 9)
+    assert jm.wait(rid, timeout=10) == RunStatus.FAILED
+    assert "ended without a result (exit code -9)" in jm.store.get_run(rid)["message"]
+    assert jm.wait(jm.submit(fake(seed=703)), timeout=30) == RunStatus.FINISHED
+
+
+def test_cancel_while_queued_never_starts(jm):
+    first = jm.submit(fake(seed=800, do="gate", gate="open-800"))
+    second = jm.submit(fake(seed=801))
+    assert jm.cancel(second)
+    (jm.store.root / "open-800").touch()
+    assert jm.wait(first, timeout=60) == RunStatus.FINISHED
+    assert jm.wait(second, timeout=5) == RunStatus.CANCELLED
+    assert not (jm.store.artifact_dir(second) / "pid").exists()  # never started
+    assert not jm.cancel(first)  # terminal runs cannot be cancelled
+
+
+def test_trainer_leaves_the_server_a_core(jm):
+    rid = jm.submit(fake(seed=900, do="threads"))
+    assert jm.wait(rid, timeout=60) == RunStatus.FINISHED
+    threads = jm.store.get_run(rid)["summary"]["threads"]
+    assert threads == max(1, (os.cpu_count() or 2) - 1)
+
+
+def test_evaluating_has_its_own_state_and_progress(jm):
+    done = jm.submit(fake(seed=1000, eval_s=1.5))  # measured: evaluation takes ~1.5 s
+    assert jm.wait(done, timeout=60) == RunStatus.FINISHED
+    rid = jm.submit(fake(seed=1001, eval_s=1.5))
+    _wait_for(lambda: jm.snapshot(rid).evaluating)
+    time.sleep(0.6)
+    snap = jm.snapshot(rid)
+    assert snap.evaluating and snap.eval_elapsed_s >= 0.5
+    # Its share done by the measured ~1.5 s; never "done" before it is.
+    assert 0.25 <= snap.eval_fraction <= 0.99
+    assert snap.eta_s is not None and snap.eta_s < 1.5
+    assert jm.wait(rid, timeout=60) == RunStatus.FINISHED and not jm.snapshot(rid).evaluating
+
+
+def test_heartbeat_keeps_live_runs_from_being_recovered(jm):
+    rid = jm.submit(fake(seed=1100, do="gate", gate="open-1100"))
+    _wait_for(lambda: jm.status(rid) == RunStatus.RUNNING)
+    time.sleep(0.5)
+    # Another process opening the store now sees a fresh heartbeat: not stale.
+    assert RunStore(jm.store.root, stale_after_s=0.3).get_run(rid)["status"] == "running"
+    (jm.store.root / "open-1100").touch()
+    assert jm.wait(rid, timeout=30) == RunStatus.FINISHED
     assert math.isfinite(jm.store.get_run(rid)["heartbeat"])

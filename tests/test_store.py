@@ -137,3 +137,72 @@ def test_headline_accuracy_prefers_logreg():
     assert headline_accuracy({"synthetic/mlp": 0.8}) == (0.8, None)
     assert headline_accuracy({"probe/logreg": 0.3}) == (0.3, None)
     assert headline_accuracy({}) == (None, None)
+
+
+def test_claim_takes_the_oldest_queued_run_of_a_free_device_once(tmp_path):
+    store = RunStore(tmp_path)
+    a = store.create_run(RunConfig(seed=1), device="cpu")
+    g = store.create_run(RunConfig(seed=2), device="cuda:0")
+    b = store.create_run(RunConfig(seed=3), device="cpu")
+    assert store.claim_next(full={"cpu"}) == (g, "cuda:0")  # cpu busy: skip its queue
+    assert store.claim_next() == (a, "cpu")  # FIFO within a queue
+    assert store.get_run(a)["status"] == "running"
+    assert store.request_stop(b) == RunStatus.CANCELLED  # queued: cancelled at once
+    assert store.claim_next() is None  # nothing left: b never starts
+    assert store.get_run(b)["message"] == "cancelled before it started"
+
+
+def test_stop_request_of_a_running_run_is_left_for_its_worker(tmp_path):
+    store = RunStore(tmp_path)
+    rid = store.create_run(RunConfig())
+    assert store.claim_next() == (rid, "cpu")
+    assert store.stop_requests([rid]) == {}
+    assert store.request_stop(rid) == RunStatus.RUNNING  # still running until it ends
+    assert set(store.stop_requests([rid])) == {rid}
+    assert store.finish(rid, RunStatus.CANCELLED, if_active=True)
+    # Whoever records the end first wins; a later finish(if_active) changes nothing.
+    assert not store.finish(rid, RunStatus.FAILED, if_active=True)
+    assert store.get_run(rid)["status"] == "cancelled"
+    assert store.request_stop(rid) is None  # already over
+
+
+def test_find_finished_matches_the_whole_config_seed_included(tmp_path):
+    store = RunStore(tmp_path)
+    cfg = RunConfig(epsilon=2.0, seed=4, params={"epochs": 3})
+    rid = store.create_run(cfg)
+    assert store.find_finished(cfg) is None  # queued is not finished
+    store.finish(rid, RunStatus.FINISHED)
+    assert store.find_finished(RunConfig(epsilon=2.0, seed=4, params={"epochs": 3})) == rid
+    assert store.find_finished(RunConfig(epsilon=2.0, seed=5, params={"epochs": 3})) is None
+    assert store.find_finished(RunConfig(epsilon=2.0, seed=4, params={"epochs": 4})) is None
+
+
+def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
+    con = sqlite3.connect(tmp_path / "runs.db")
+    con.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL NOT NULL, started REAL, "
+                "ended REAL, heartbeat REAL, status TEXT NOT NULL, method TEXT NOT NULL, "
+                "dataset TEXT NOT NULL, epsilon REAL, delta REAL, seed INTEGER, sweep TEXT, "
+                "config TEXT NOT NULL, step INTEGER DEFAULT 0, total INTEGER DEFAULT 0, "
+                "epsilon_spent REAL, accuracy REAL, real_accuracy REAL, summary TEXT, "
+                "message TEXT)")
+    con.execute("INSERT INTO runs (id, created, status, method, dataset, config) VALUES "
+                "('old', 1.0, 'finished', 'dpmerf', 'digits', ?)", (RunConfig().to_json(),))
+    con.commit()
+    con.close()
+    store = RunStore(tmp_path)
+    row = store.get_run("old")
+    assert row["status"] == "finished" and row["session"] is None and row["device"] is None
+    assert store.claim_next() is None
+
+
+def test_runs_live_outside_the_checkout_by_default(monkeypatch, tmp_path):
+    from engine.store import default_root
+
+    monkeypatch.delenv("DPSYNTH_RUNS", raising=False)
+    monkeypatch.delenv("DPSYNTH_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_root() == tmp_path / "data" / "dp-synth-lab" / "runs"
+    monkeypatch.setenv("DPSYNTH_HOME", str(tmp_path / "home"))
+    assert default_root() == tmp_path / "home" / "runs"
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path / "r"))
+    assert default_root() == tmp_path / "r"

@@ -2,19 +2,28 @@
 
 Not a page itself (app.py lists the pages explicitly). Nothing here does math; plots get
 their numbers from the engine.
+
+Ownership: each browser session gets an id (kept in st.session_state) that is stored
+with the runs it starts; `jobs()` hands a page the shared JobManager seen through that
+session, so it may stop or delete only its own runs. Instructor mode (env
+DPSYNTH_INSTRUCTOR=1 for everyone, or the passphrase in DPSYNTH_INSTRUCTOR_KEY typed in
+the sidebar) may stop or delete any run.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
+import uuid
 from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import InputError
+from engine.config import RunConfig
 from engine.gallery import load_into as load_gallery
-from engine.jobs import JobManager
+from engine.jobs import JobManager, Submission
 from engine.store import RunStore, default_root
 
 PALETTE = {"dpmerf": "#2563eb", "datalens": "#d97706"}
@@ -35,12 +44,63 @@ def _jobs_for(root: str) -> JobManager:
     return jm
 
 
-def jobs() -> JobManager:
-    return _jobs_for(runs_root())
+def session_id() -> str:
+    """This browser session's id: the owner stored with the runs it starts."""
+    sid = st.session_state.get("owner_session")
+    if sid is None:
+        sid = st.session_state["owner_session"] = uuid.uuid4().hex[:8]
+    return sid
+
+
+def instructor() -> bool:
+    """Instructor mode: everyone (DPSYNTH_INSTRUCTOR=1), or a session that typed the
+    passphrase set in DPSYNTH_INSTRUCTOR_KEY."""
+    if env_flag("DPSYNTH_INSTRUCTOR"):
+        return True
+    key = os.environ.get("DPSYNTH_INSTRUCTOR_KEY", "")
+    typed = st.session_state.get("instructor_key") or ""
+    return bool(key) and hmac.compare_digest(typed.encode(), key.encode())
+
+
+class SessionJobs:
+    """The shared JobManager as one browser session sees it: runs it submits are its
+    own, and it may stop or delete only those (any run in instructor mode). Reads
+    (snapshot, queue, status, store, ...) pass through unchanged."""
+
+    def __init__(self, manager: JobManager, session: str, is_instructor: bool) -> None:
+        self.manager, self.session, self.instructor = manager, session, is_instructor
+
+    def __getattr__(self, name: str):
+        return getattr(self.manager, name)
+
+    def request(self, config: RunConfig, **kw) -> Submission:
+        return self.manager.request(config, session=self.session, **kw)
+
+    def submit(self, config: RunConfig, **kw) -> str:
+        return self.request(config, **kw).run_id
+
+    def cancel(self, run_id: str) -> bool:
+        return self.manager.cancel(run_id, session=self.session, instructor=self.instructor)
+
+    def delete(self, run_id: str) -> None:
+        self.manager.delete(run_id, session=self.session, instructor=self.instructor)
+
+    def may_control(self, run_id: str) -> bool:
+        return self.manager.may_control(run_id, session=self.session,
+                                        instructor=self.instructor)
+
+    def owner_label(self, owner: str | None) -> str:
+        if owner is None:
+            return "no session (command line or gallery)"
+        return "you" if owner == self.session else f"session {owner}"
+
+
+def jobs() -> SessionJobs:
+    return SessionJobs(_jobs_for(runs_root()), session_id(), instructor())
 
 
 def store() -> RunStore:
-    return jobs().store
+    return _jobs_for(runs_root()).store
 
 
 @st.cache_resource(show_spinner="Loading dataset…", max_entries=3)

@@ -1,6 +1,9 @@
-"""Draws one run — live from its job snapshot, or afterwards from the store.
+"""Draws one run from its job snapshot (read from the store): queue position and the
+estimated start and finish while queued, step progress while training, its own
+"evaluating…" progress at the end, then curves, samples and the final accuracy.
 
 Used by the Playground's polling fragment. Reads only; never starts or stops anything.
+Estimates are labelled as such; they come from engine/eta.py, smoothed between polls.
 """
 
 from __future__ import annotations
@@ -19,37 +22,68 @@ _BADGE = {"queued": ":orange-badge[queued]", "running": ":blue-badge[training]",
           "cancelled": ":gray-badge[cancelled]", "interrupted": ":orange-badge[interrupted]"}
 
 
-def _view_from_store(store, run_id: str) -> dict | None:
-    row = store.get_run(run_id)
-    if row is None:
+def run_view(jobs, run_id: str) -> dict | None:
+    """Everything `draw` needs about one run, from one snapshot of the store."""
+    snap = jobs.snapshot(run_id)
+    if snap is None:
         return None
-    hist = store.metric_history(run_id)
-    eps = [(s, v) for s, v in hist.get("epsilon_spent", []) if v is not None]
-    loss = [(s, v) for s, v in hist.get("loss", []) if v is not None]
-    return {"run_id": run_id, "status": RunStatus(row["status"]), "step": row["step"] or 0,
-            "total": row["total"] or 0, "epsilon_spent": row["epsilon_spent"],
-            "eps_curve": eps, "loss_curve": loss, "metrics": row["summary"] or {},
-            "message": row["message"] or "", "samples": None, "eta_s": None,
-            "probe_curve": [(s, {"probe/logreg": v}) for s, v in hist.get("probe/logreg", [])
-                            if v is not None],
-            "config": row["config"], "artifacts": store.artifacts(run_id)}
-
-
-def _view_from_snapshot(store, snap) -> dict:
     return {"run_id": snap.run_id, "status": snap.status, "step": snap.step,
             "total": snap.total, "epsilon_spent": snap.epsilon_spent,
             "eps_curve": snap.eps_curve, "loss_curve": snap.loss_curve,
             "metrics": snap.metrics, "message": snap.message, "samples": snap.samples,
-            "probe_curve": snap.probe_curve,
-            "eta_s": snap.eta_s, "config": snap.config.to_dict(),
-            "artifacts": store.artifacts(snap.run_id) if snap.status.terminal else {}}
+            "probe_curve": snap.probe_curve, "config": snap.config.to_dict(),
+            "owner": jobs.owner_label(snap.session), "snap": snap,
+            "artifacts": jobs.store.artifacts(snap.run_id) if snap.status.terminal else {}}
 
 
-def run_view(jobs, run_id: str) -> dict | None:
-    snap = jobs.snapshot(run_id)
-    if snap is not None:
-        return _view_from_snapshot(jobs.store, snap)
-    return _view_from_store(jobs.store, run_id)
+MAX_POINTS = 200  # curves are thinned to this many points: the page polls each second
+
+
+def _thin(points: list) -> list:
+    """Every k-th point (and the last), so a poll sends a small chart whatever the steps."""
+    if len(points) <= MAX_POINTS:
+        return points
+    k = -(-len(points) // MAX_POINTS)
+    return points[::k] + ([points[-1]] if (len(points) - 1) % k else [])
+
+
+def _seconds(s: float) -> str:
+    """A rough duration for an estimate: '40 s', '3 min', '1 h 5 min'."""
+    if s < 90:
+        return f"{max(1, round(s / 5) * 5 if s >= 20 else round(s)):.0f} s"
+    m = round(s / 60)
+    return f"{m} min" if m < 60 else f"{m // 60} h {m % 60} min"
+
+
+def _progress(view: dict) -> None:
+    """Queue position, training progress or evaluation progress, with estimates."""
+    snap, status = view["snap"], view["status"]
+    total, step = view["total"], view["step"]
+    if status == RunStatus.QUEUED:
+        ahead = snap.position - 1 if snap.position else 0
+        text = (f"queued · position {snap.position} "
+                f"({'next to start' if not ahead else f'{ahead} run(s) ahead'})")
+        if snap.start_in_s is not None and snap.eta_s is not None:
+            text += (f" · estimate: starts in about {_seconds(snap.start_in_s)}, "
+                     f"done in about {_seconds(snap.eta_s)}")
+        else:
+            text += " · no estimate yet (no similar run measured here)"
+        st.progress(0.0, text=text)
+        return
+    if snap.evaluating:
+        spent = snap.eval_elapsed_s or 0.0
+        text = f"evaluating… {spent:,.0f} s (classifiers trained on the synthetic data)"
+        if snap.eta_s is not None:
+            text += f" · estimate: about {_seconds(snap.eta_s)} left"
+        st.progress(snap.eval_fraction or 0.0, text=text)
+        return
+    frac = min(1.0, step / total) if total else (1.0 if status.terminal else 0.0)
+    text = f"step {step:,} of {total:,}" if total else status.value
+    if status == RunStatus.RUNNING and snap.stop_requested:
+        text += " · stopping…"
+    elif status == RunStatus.RUNNING and snap.eta_s is not None:
+        text += f" · estimate: about {_seconds(snap.eta_s)} left"
+    st.progress(frac, text=text)
 
 
 def draw(view: dict) -> None:
@@ -58,19 +92,13 @@ def draw(view: dict) -> None:
     eps_target = cfg["epsilon"]
     st.markdown(f"**Run `{view['run_id']}`** · {cfg['method']} on {cfg['dataset']} · "
                 f"target ε = {format_epsilon(float(eps_target))}, δ = {cfg['delta']:g} · "
-                f"{_BADGE.get(status.value, status.value)}")
+                f"{_BADGE.get(status.value, status.value)} · started by {view['owner']}")
     if status == RunStatus.FAILED:
         st.error(view["message"] or "the run failed", icon="⚠️")
     elif view["message"] and status.terminal and status != RunStatus.FINISHED:
         st.warning(view["message"])
 
-    total, step = view["total"], view["step"]
-    frac = min(1.0, step / total) if total else (1.0 if status.terminal else 0.0)
-    eta = view["eta_s"]
-    text = f"step {step:,} of {total:,}" if total else status.value
-    if eta is not None:
-        text += f" · about {eta:,.0f} s left"
-    st.progress(frac, text=text)
+    _progress(view)
 
     m = view["metrics"]
     acc_key = next((k for k in ("synthetic/logreg", "probe/logreg") if k in m),
@@ -87,13 +115,13 @@ def draw(view: dict) -> None:
     left, right = st.columns(2)
     with left:
         if view["eps_curve"]:
-            xs, ys = zip(*view["eps_curve"])
+            xs, ys = zip(*_thin(view["eps_curve"]))
             ys = [y if math.isfinite(y) else None for y in ys]
             st.plotly_chart(line_figure({"ε spent": (xs, ys)}, title="Privacy budget spent",
                                         x_title="step", y_title="ε"), key="pg_eps_chart")
     with right:
         if view["loss_curve"]:
-            xs, ys = zip(*view["loss_curve"])
+            xs, ys = zip(*_thin(view["loss_curve"]))
             fig = line_figure({"loss": (xs, ys)}, title="Training loss", x_title="step",
                               y_title="loss")
             fig.update_yaxes(type="log")

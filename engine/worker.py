@@ -1,0 +1,323 @@
+"""The training worker: trains the store's queued runs in processes of their own, so the
+web server never trains and never competes with training for the GIL.
+
+    app process (Streamlit)   JobManager: writes QUEUED rows and stop requests, reads progress
+      └─ worker process       `serve`: one per run store (a lock file guards it); claims
+           │                  QUEUED rows, one run per device slot, watches stop requests
+           └─ trainer process `train_loop`: one per device slot (plus one spare), spawned
+                              ahead of need so torch is already imported when a run
+                              arrives; runs one run at a time and writes its progress,
+                              live samples and final status into the store
+
+Every process is started with the "spawn" method: no process is forked after torch has
+started its thread pools or CUDA. A trainer dies with its worker, and a worker with its
+app (each watches its parent), so no training outlives the app that asked for it.
+
+Guarantees kept from the thread-based runner: a run is FINISHED only after the trainer's
+"done" event; anything else ends FAILED, CANCELLED or INTERRUPTED, never success. Stop:
+the trainer's stop flag is set at once; a trainer that has not ended `STOP_GRACE_S` after
+the request (a long step) is killed, the run recorded CANCELLED, and a fresh trainer
+takes the next run. A trainer that dies mid-run leaves its run FAILED.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing as mp
+import os
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from engine.config import RunConfig
+from engine.errors import InputError
+from engine.store import OWNER, RunStatus, RunStore, process_token
+
+POLL_S = 0.1  # how often the worker looks at the store (stop requests, new runs)
+STOP_GRACE_S = 1.0  # a stopped trainer gets this long to end cleanly, then it is killed
+HEARTBEAT_S = 5.0
+TRAINER_NICE = 5  # added to the app's nice value for trainer processes
+LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its artifact dir
+
+CTX = mp.get_context("spawn")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What the worker needs; picklable, so it travels to spawned processes."""
+
+    root: str
+    parent: str  # process token ("pid:start") of the app; the worker ends when it does
+    slots_per_device: int = 1
+    full_eval: bool = True
+    torch_threads: int = 1
+    # A module-level stand-in for engine.runner.execute (tests); None = the real runner.
+    execute: Callable[..., Iterator[Any]] | None = None
+    idle_exit_s: float = 600.0  # no queued or running run for this long: the worker ends
+    heartbeat_s: float = HEARTBEAT_S
+
+
+# ---------------------------------------------------------------------- worker
+
+
+def serve(settings: WorkerSettings, closing) -> None:
+    """Entry point of the worker process. Returns at once if another worker holds the
+    store; otherwise runs until `closing` is set, its app dies, or it has been idle."""
+    root = Path(settings.root)
+    lock = open(root / "worker.lock", "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return
+    (root / "worker.pid").write_text(OWNER or "")
+    worker = _Worker(settings, RunStore(root), closing)
+    reason = "the worker stopped"
+    try:
+        reason = worker.loop()
+    finally:
+        worker.close(reason)
+        (root / "worker.pid").unlink(missing_ok=True)
+        lock.close()
+
+
+def worker_alive(root: str | os.PathLike) -> bool:
+    """Is a worker process serving this store now (from its pid file)?"""
+    try:
+        token = (Path(root) / "worker.pid").read_text().strip()
+    except OSError:
+        return False
+    return bool(token) and process_token(int(token.split(":")[0])) == token
+
+
+class _Trainer:
+    """One spawned trainer process: runs the run ids it is sent, one at a time, and
+    answers each with "ready" when the run's end is in the store."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.stop = CTX.Event()
+        self.conn, child_end = CTX.Pipe()
+        self.process = CTX.Process(target=train_loop, args=(settings, child_end, self.stop),
+                                   name="dpsynth-trainer")
+        self.process.start()
+        child_end.close()
+        self.run_id: str | None = None
+        self.device = ""
+        self.kill_at: float | None = None
+
+    def assign(self, run_id: str, device: str) -> None:
+        self.stop.clear()
+        self.run_id, self.device, self.kill_at = run_id, device, None
+        self.conn.send(run_id)
+
+    def done(self) -> bool:
+        """Has the current run ended (answer received)? Raises EOFError if it died."""
+        if not self.conn.poll():
+            return False
+        self.conn.recv()
+        return True
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class _Worker:
+    def __init__(self, settings: WorkerSettings, store: RunStore, closing) -> None:
+        self.s = settings
+        self.store = store
+        self.closing = closing
+        self.running: dict[str, _Trainer] = {}
+        self.idle: list[_Trainer] = []
+        self.parent_pid = int(settings.parent.split(":")[0])
+
+    def loop(self) -> str:
+        last_beat = idle_since = time.time()
+        self.idle.append(_Trainer(self.s))  # imports torch now, before a run needs it
+        while not self.closing.wait(POLL_S):
+            if process_token(self.parent_pid) != self.s.parent:
+                return "the app that started it stopped"
+            self._reap()
+            self._stops()
+            self._claim()
+            now = time.time()
+            if now - last_beat >= self.s.heartbeat_s:
+                self.store.heartbeat(self.running)
+                self.store.recover_stale()  # rows of trainers that died with a worker
+                last_beat = now
+            if self.running or self.store.active_runs():
+                idle_since = now
+            elif now - idle_since > self.s.idle_exit_s:
+                return "idle"
+        return "the app stopped"
+
+    def _claim(self) -> None:
+        busy: dict[str, int] = {}
+        for t in self.running.values():
+            busy[t.device] = busy.get(t.device, 0) + 1
+        full = {d for d, n in busy.items() if n >= self.s.slots_per_device}
+        claimed = self.store.claim_next(full=full)
+        if claimed is None:
+            return
+        run_id, device = claimed
+        self.idle = [t for t in self.idle if t.process.is_alive()]
+        trainer = self.idle.pop(0) if self.idle else _Trainer(self.s)
+        trainer.assign(run_id, device)
+        self.running[run_id] = trainer
+        if not self.idle:
+            self.idle.append(_Trainer(self.s))  # the next run starts without an import wait
+
+    def _stops(self) -> None:
+        now = time.time()
+        for run_id, asked in self.store.stop_requests(self.running).items():
+            t = self.running[run_id]
+            if t.kill_at is None:
+                t.stop.set()  # the trainer ends at its next step, writing what it has
+                t.kill_at = asked + STOP_GRACE_S
+            elif now >= t.kill_at and t.process.is_alive():
+                t.kill()  # a step longer than the grace period: do not wait for it
+                self.store.finish(run_id, RunStatus.CANCELLED, if_active=True,
+                                  message="stopped by the user (training process ended)")
+                del self.running[run_id]
+
+    def _reap(self) -> None:
+        for run_id, t in list(self.running.items()):
+            try:
+                if t.done():
+                    del self.running[run_id]
+                    self.idle.append(t)
+                continue
+            except (EOFError, OSError):  # the trainer died mid-run
+                pass
+            t.kill()
+            if t.kill_at is not None:
+                status, msg = RunStatus.CANCELLED, "stopped by the user"
+            else:
+                status, msg = RunStatus.FAILED, ("the training process ended without a "
+                                                 f"result (exit code {t.process.exitcode})")
+            self.store.finish(run_id, status, message=msg, if_active=True)
+            del self.running[run_id]
+
+    def close(self, reason: str) -> None:
+        for t in self.idle:
+            t.kill()
+        for run_id, t in self.running.items():
+            t.kill()
+            self.store.finish(run_id, RunStatus.INTERRUPTED, if_active=True,
+                              message=f"interrupted: {reason}")
+        self.running.clear()
+
+
+# --------------------------------------------------------------------- trainer
+
+
+def _die_with(parent_pid: int) -> None:
+    """End this process as soon as its parent is gone (checked twice a second)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
+
+
+def _default_execute(*args, **kwargs):
+    from engine.runner import execute
+
+    return execute(*args, **kwargs)
+
+
+def train_loop(settings: WorkerSettings, conn, stop) -> None:
+    """Entry point of a trainer process: import the engine once, then run each run id
+    the worker sends, answering "ready" when its end is in the store."""
+    _die_with(os.getppid())
+    os.nice(TRAINER_NICE)  # pages first: a busy CPU goes to the server, then to training
+    import torch
+
+    torch.set_num_threads(settings.torch_threads)
+    if settings.execute is None:
+        import engine.runner  # noqa: F401  (warm import: torch, data, methods)
+    store = RunStore(settings.root, recover=False)
+    while True:
+        try:
+            run_id = conn.recv()
+        except EOFError:  # the worker closed
+            return
+        run(store, run_id, settings.execute or _default_execute, stop=stop,
+            full_eval=settings.full_eval)
+        conn.send("ready")
+
+
+def run(store: RunStore, run_id: str, execute: Callable[..., Iterator[Any]], *, stop,
+        full_eval: bool) -> RunStatus:
+    """Drive one run to a terminal status in the store (in the calling process).
+
+    FINISHED only after the trainer's "done" event; a crash is FAILED with its trace in
+    error.txt; an iterator that just stops is FAILED (or CANCELLED when stop was set)."""
+    final: RunStatus | None = None
+    message = ""
+    final_metrics: dict[str, float] | None = None
+    try:
+        store.mark_running(run_id)  # the row now names this process as its owner
+        config = RunConfig.from_dict(store.get_run(run_id)["config"])
+        live = _Live(store, run_id)
+        for ev in execute(config, store.artifact_dir(run_id), stop=stop, full_eval=full_eval):
+            live.on_event(ev)
+            if ev.phase == "done":
+                final, final_metrics = RunStatus.FINISHED, dict(ev.metrics or {})
+                message = ev.message or "finished"
+            elif ev.phase == "cancelled":
+                final, message = RunStatus.CANCELLED, ev.message or "stopped by the user"
+        if final is None:
+            final = RunStatus.CANCELLED if stop.is_set() else RunStatus.FAILED
+            message = ("stopped by the user" if stop.is_set()
+                       else "the trainer ended without a final 'done' event")
+    except InputError as e:
+        final, message = RunStatus.FAILED, str(e)
+    except Exception as e:  # any crash is a failed run, with its trace kept on disk
+        final, message = RunStatus.FAILED, f"{type(e).__name__}: {e}"
+        try:
+            (store.artifact_dir(run_id) / "error.txt").write_text(traceback.format_exc())
+        except OSError:
+            pass
+    finally:
+        if final is None:  # BaseException (e.g. interpreter exit): never success
+            final, message = RunStatus.FAILED, message or "aborted"
+        store.finish(run_id, final, message=message, metrics=final_metrics, if_active=True)
+    return final
+
+
+class _Live:
+    """Mirrors a trainer's Events into the store, and its sample batches into live.npz."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.metrics: dict[str, float] = {}
+        self.path = store.artifact_dir(run_id) / LIVE_SAMPLES
+
+    def on_event(self, ev) -> None:
+        values: dict[str, float] = {}
+        if ev.epsilon_spent is not None:
+            values["epsilon_spent"] = float(ev.epsilon_spent)
+        if ev.loss is not None and ev.phase == "train":
+            values["loss"] = float(ev.loss)
+        numeric = {k: float(v) for k, v in (ev.metrics or {}).items()
+                   if isinstance(v, (int, float))}
+        values.update(numeric)
+        self.metrics.update(numeric)
+        if ev.samples is not None:
+            x, y = ev.samples
+            tmp = self.path.with_suffix(".tmp.npz")
+            np.savez(tmp, x=np.asarray(x), y=np.asarray(y), step=int(ev.step))
+            os.replace(tmp, self.path)  # readers never see half a file
+        self.store.record_progress(self.run_id, step=ev.step, total=ev.total,
+                                   epsilon_spent=ev.epsilon_spent, values=values,
+                                   metrics=dict(self.metrics) if numeric else None,
+                                   phase=ev.phase)

@@ -1,0 +1,63 @@
+"""Queue and progress estimates (engine/eta.py): similar runs, queue simulation, smoothing."""
+
+import pytest
+
+from engine import eta
+
+
+def _cfg(seed=0, eps=1.0, epochs=5):
+    return {"method": "dpmerf", "dataset": "digits", "seed": seed, "epsilon": eps,
+            "delta": 1e-5, "params": {"epochs": epochs}}
+
+
+def test_typical_prefers_the_same_config_then_any_epsilon():
+    timings = [{"config": _cfg(seed=1, eps=2.0), "train_s": 50.0, "eval_s": None},
+               {"config": _cfg(seed=2), "train_s": 10.0, "eval_s": 4.0},
+               {"config": _cfg(seed=3), "train_s": 14.0, "eval_s": 6.0},
+               {"config": _cfg(epochs=9), "train_s": 99.0, "eval_s": 9.0}]
+    same = eta.typical(timings, _cfg(seed=7))
+    assert (same.train_s, same.eval_s, same.total_s) == (12.0, 5.0, 17.0)  # medians
+    other_eps = eta.typical(timings[:1], _cfg(seed=7))
+    assert other_eps == eta.Typical(50.0, None) and other_eps.total_s == 50.0
+    assert eta.typical(timings, _cfg(epochs=3)) == eta.Typical()  # nothing similar
+    assert eta.Typical().total_s is None
+
+
+def test_remaining_uses_the_runs_own_rate_then_the_evaluation():
+    usual = eta.Typical(train_s=100.0, eval_s=10.0)
+    row = {"status": "running", "phase": "train", "step": 25, "total": 100, "started": 0.0}
+    assert eta.remaining_s(row, usual, now=20.0) == pytest.approx(60.0 + 10.0)
+    row = {**row, "phase": "evaluate", "eval_started": 30.0}
+    assert eta.remaining_s(row, usual, now=34.0) == pytest.approx(6.0)
+    assert eta.remaining_s(row, eta.Typical(100.0, None), now=34.0) is None
+    assert eta.remaining_s({"status": "queued"}, usual) == 110.0
+    assert eta.evaluation_progress(row, usual, now=34.0) == (4.0, pytest.approx(0.4))
+    assert eta.evaluation_progress(row, usual, now=99.0)[1] == 0.99  # never "done" early
+
+
+def test_queue_plan_chains_runs_per_device():
+    active = [{"id": "r", "status": "running", "device": "cpu"},
+              {"id": "q1", "status": "queued", "device": "cpu"},
+              {"id": "g", "status": "queued", "device": "cuda:0"},
+              {"id": "q2", "status": "queued", "device": "cpu"}]
+    plan = eta.queue_plan(active, slots_per_device=1, remaining=lambda r: 30.0,
+                          duration=lambda r: 20.0)
+    assert plan["r"] == eta.Slot(None, 0.0, 30.0)
+    assert plan["q1"] == eta.Slot(1, 30.0, 50.0)
+    assert plan["q2"] == eta.Slot(2, 50.0, 70.0)
+    assert plan["g"] == eta.Slot(1, 0.0, 20.0)  # its own device is free
+    unknown = eta.queue_plan(active, slots_per_device=1, remaining=lambda r: None,
+                             duration=lambda r: 20.0)
+    assert unknown["q1"] == eta.Slot(1, None, None)  # no made-up numbers
+    two = eta.queue_plan(active, slots_per_device=2, remaining=lambda r: 30.0,
+                         duration=lambda r: 20.0)
+    assert two["q1"] == eta.Slot(1, 0.0, 20.0) and two["q2"] == eta.Slot(2, 20.0, 40.0)
+
+
+def test_smoother_counts_down_instead_of_jumping():
+    s = eta.Smoother(weight=0.2)
+    assert s("r", "finish", 100.0, now=0.0) == 100.0
+    # A noisy new estimate (finish at 51 instead of 100) moves it only a fifth of the way.
+    assert s("r", "finish", 50.0, now=1.0) == pytest.approx(100.0 - 0.2 * 49.0 - 1.0)
+    assert s("r", "finish", None, now=2.0) is None
+    assert s("r", "finish", 10.0, now=3.0) == 10.0  # forgotten: starts afresh
