@@ -144,6 +144,9 @@ def privacy_preview(config, data) -> dict:
         "synthetic records per step": batch,
         "vote threshold": p.beta * p.teachers,
     }
+    warning = privacy.delta_warning(config.delta, data.n_train) if config.private else None
+    if warning:
+        out["warning"] = warning
     device = resolve_device(config.device)
     need = memory_bytes(p, data.image_shape, data.n_classes, data.n_train)["total"]
     out["estimated memory (GB)"] = round(need / 1e9, 2)

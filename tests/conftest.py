@@ -15,3 +15,12 @@ def digits():
     from engine.data import load
 
     return load("digits")
+
+
+@pytest.fixture
+def runs_root(tmp_path, monkeypatch):
+    """A fresh run store for the app under test (DPSYNTH_RUNS), never the user's."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    monkeypatch.setenv("DPSYNTH_RUNS", str(root))
+    return root

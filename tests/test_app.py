@@ -16,20 +16,11 @@ from engine.store import RunStore
 from engine.ui_state import (EPSILON_CHOICES, config_from_settings, image_grid, knobs,
                              marginal_bins, privacy_utility)
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-
-
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
-    return tmp_path
+from apptest import open_app
 
 
 def app(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    return at.run()
+    return open_app(query)
 
 
 def metric(at, label_start: str) -> str:

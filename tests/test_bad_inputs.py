@@ -26,8 +26,9 @@ from engine.jobs import JobManager
 from engine.runner import prepare
 from engine.store import RunStore
 
+from apptest import open_app
+
 ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
 
 
 # ------------------------------------------------------------------ bad files
@@ -279,25 +280,10 @@ APP_CASES = [
 ]
 
 
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
-def _app(query=None):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    return at.run()
-
-
 def test_app_bad_uploads_show_one_error_and_cannot_train(runs_root):
     at_by_kind = {}
     for name, kind, fname, content, expect in APP_CASES:
-        at = at_by_kind.get(kind) or _app({"dataset": kind})
+        at = at_by_kind.get(kind) or open_app({"dataset": kind})
         at_by_kind[kind] = at
         at.file_uploader[0].set_value((fname, content, "application/octet-stream")).run()
         assert not at.exception, (name, at.exception)
@@ -313,7 +299,7 @@ def test_app_bad_url_values_fall_back_without_a_traceback(runs_root):
     for query in ({"eps": "-1"}, {"eps": "abc"}, {"eps": "nan"}, {"delta": "2"},
                   {"method": "datalens", "datalens_top_k": "999"},
                   {"method": "datalens", "datalens_teachers": "99999"}):
-        at = _app(query)
+        at = open_app(query)
         assert not at.exception, (query, at.exception)
         eps = at.select_slider(key="eps").value
         assert eps == "inf" or float(eps) > 0

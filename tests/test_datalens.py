@@ -167,6 +167,16 @@ def test_preview_digits_has_hint_and_exact_steps(digits):
     assert rdp["accountant"] == privacy.ACCOUNTANTS["rdp"]
 
 
+def test_preview_warns_when_delta_is_not_below_one_over_n(digits):
+    """δ ≥ 1/n lets a mechanism publish one record outright; both methods' previews say so."""
+    weak = datalens.privacy_preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0,
+                                              delta=1e-3), digits)
+    assert "1/n" in weak["warning"]
+    strong = datalens.privacy_preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0,
+                                                delta=1e-5), digits)
+    assert "warning" not in strong
+
+
 # ------------------------------------------------------------------ training
 
 

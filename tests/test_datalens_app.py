@@ -21,8 +21,9 @@ def _playground(monkeypatch, tmp_path) -> AppTest:
 def test_estimates_show_and_train_is_enabled(monkeypatch, tmp_path):
     at = _playground(monkeypatch, tmp_path)
     assert not at.exception
-    labels = {m.label for m in at.metric}
-    assert {"estimated memory (GB)", "estimated s / iteration", "estimated seconds"} <= labels
+    # ui/cost.py draws the preview's estimates as one line: time, per-iteration cost, memory
+    cost = [m.value for m in at.markdown if m.value.startswith("**Cost on this machine:**")]
+    assert len(cost) == 1 and " each" in cost[0] and "GB memory" in cost[0]
     assert not at.button(key="pg_train").disabled
 
 

@@ -17,7 +17,6 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.config import RunConfig
@@ -26,12 +25,6 @@ from engine.runner import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-
-
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
 
 
 def test_server_binds_to_localhost_by_default():

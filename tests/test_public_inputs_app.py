@@ -2,43 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
-
-
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path / "runs"))
-    return tmp_path / "runs"
-
-
-def _app(query=None):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    return at.run()
+from apptest import open_app
 
 
 def test_playground_warns_when_delta_is_not_below_one_over_n(runs_root):
-    at = _app({"dataset": "digits", "method": "dpmerf", "delta": "1e-3"})
+    at = open_app({"dataset": "digits", "method": "dpmerf", "delta": "1e-3"})
     assert not at.exception
     captions = [c.value for c in at.caption]
     assert any("not below 1/n = 1/1,437" in c for c in captions), captions
-    at = _app({"dataset": "digits", "method": "dpmerf", "delta": "1e-5"})
+    at = open_app({"dataset": "digits", "method": "dpmerf", "delta": "1e-5"})
     assert not any("1/n" in c.value for c in at.caption)
 
 
 def test_csv_upload_says_what_is_public_and_takes_public_lists(runs_root):
     rng = np.random.default_rng(0)
     rows = "\n".join(f"{rng.normal():.3f},{'rgb'[i % 3]},{'ab'[i % 2]}" for i in range(60))
-    at = _app({"dataset": "csv"})
+    at = open_app({"dataset": "csv"})
     at.file_uploader[0].set_value(("f.csv", f"x,colour,y\n{rows}\n".encode(), "text/csv")).run()
     assert not at.exception and not at.error
     assert any("Treated as public" in c.value and "not private" in c.value for c in at.caption)
