@@ -132,15 +132,13 @@ def _dpmerf_release(config, params, w: torch.Tensor):
     return release
 
 
-def dpmerf_embedding_scores(trials: int, *, epsilon: float, delta: float, m: int = 20,
-                            n_features: int = 16, n_classes: int = 2, seed: int = 0):
-    """DP-MERF's image release (`dpmerf._release`, σ from `dpmerf._calibrate`) on a pair
-    where one record's features flip sign: the embedding moves by exactly 2/m, the stated
-    sensitivity. Returns (scores on D0, scores on D1, claimed noise multiplier)."""
+def _dpmerf_scores(d0, d1, trials: int, *, epsilon: float, delta: float, n_features: int,
+                   seed: int):
+    """Audit dpmerf's release on the pair (d0, d1): (scores on d0, scores on d1, claimed
+    noise multiplier)."""
     from engine import dpmerf
 
     params = dpmerf.Params(n_features=n_features, labels="balanced")
-    d0, d1 = _image_pair(m, n_classes)
     config = _config("dpmerf", epsilon, delta)
     release = _dpmerf_release(config, params, _odd_pi_frequencies(n_features, seed))
     report, _ = dpmerf._calibrate(config, d0, params)
@@ -148,12 +146,22 @@ def dpmerf_embedding_scores(trials: int, *, epsilon: float, delta: float, m: int
     return s0, s1, _equivalent_multiplier(report)
 
 
+def dpmerf_embedding_scores(trials: int, *, epsilon: float, delta: float, m: int = 20,
+                            n_features: int = 16, n_classes: int = 2, seed: int = 0):
+    """DP-MERF's image release (`dpmerf._release`, σ from `dpmerf._calibrate`) on a pair
+    where one record's features flip sign: the embedding moves by exactly 2/m, the stated
+    sensitivity. Returns (scores on D0, scores on D1, claimed noise multiplier)."""
+
+    d0, d1 = _image_pair(m, n_classes)
+    return _dpmerf_scores(d0, d1, trials, epsilon=epsilon, delta=delta,
+                          n_features=n_features, seed=seed)
+
+
 def dpmerf_tabular_scores(trials: int, *, epsilon: float, delta: float, m: int = 20,
                           n_features: int = 16, seed: int = 0):
     """DP-MERF's mixed tabular release (one numeric column with public bounds, one
     categorical): record 0's number flips its φ and its category changes. Claimed
     sensitivity 2√2/m; the change here is √5/m, the most these columns allow."""
-    from engine import dpmerf
     from engine.dataset import Column, Dataset
 
     cols = [Column("v", "num", bounds=(0.0, 1.0), bounds_source="public"),
@@ -164,12 +172,8 @@ def dpmerf_tabular_scores(trials: int, *, epsilon: float, delta: float, m: int =
     x1[0] = [1.0, 1.0]
     d0, d1 = (Dataset("audit", "tabular", x, y, x[:2], y[:2], ["0", "1"], columns=cols)
               for x in (x0, x1))
-    params = dpmerf.Params(n_features=n_features, labels="balanced")
-    config = _config("dpmerf", epsilon, delta)
-    release = _dpmerf_release(config, params, _odd_pi_frequencies(n_features, seed))
-    report, _ = dpmerf._calibrate(config, d0, params)
-    s0, s1 = _audit_pair(release, dpmerf, d0, d1, trials)
-    return s0, s1, _equivalent_multiplier(report)
+    return _dpmerf_scores(d0, d1, trials, epsilon=epsilon, delta=delta,
+                          n_features=n_features, seed=seed)
 
 
 def class_counts_scores(trials: int, *, epsilon: float, delta: float, m: int = 30,
