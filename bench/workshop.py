@@ -256,10 +256,12 @@ def main() -> None:
         out, late, wall, warm = asyncio.run(room(f"http://localhost:{port}", args.sessions,
                                            args.timeout, query, args.arrive_every))
         server_share, train_share = meter.shares()
+        from engine import gallery
         from engine.store import RunStore
 
         store = RunStore(runs, recover=False)  # read before the server stops its worker
-        rows = store.list_runs()
+        # the precomputed gallery is in the store too; count only the room's own runs
+        rows = [r for r in store.list_runs() if r["sweep"] != gallery.SWEEP]
     finally:
         meter.done.set()
         server.terminate()
