@@ -124,15 +124,6 @@ def options_key(options: dict) -> tuple:
                         for k, v in options.items()))
 
 
-def options_from_key(key: tuple) -> dict:
-    import ast
-
-    out = {}
-    for k, v in key:
-        out[k] = ast.literal_eval(v) if isinstance(v, str) and v[:1] in "[{" else v
-    return out
-
-
 def show_input_error(e: InputError) -> None:
     st.error(str(e), icon="⚠️")
 

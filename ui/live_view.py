@@ -15,7 +15,7 @@ import streamlit as st
 
 from engine.store import RunStatus
 from engine.ui_state import format_epsilon, grid_scale, image_grid, marginal_bins
-from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_from_key, options_key
+from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_key
 
 _BADGE = {"queued": ":orange-badge[queued]", "running": ":blue-badge[training]",
           "finished": ":green-badge[finished]", "failed": ":red-badge[failed]",
@@ -195,4 +195,4 @@ def _draw_summary(m: dict) -> None:
         st.table(rows)
 
 
-__all__ = ["draw", "run_view", "options_from_key"]
+__all__ = ["draw", "run_view"]
