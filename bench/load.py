@@ -75,9 +75,9 @@ def run_level(n: int, slots: int, full_eval: bool) -> dict:
     jm.shutdown()
     store = RunStore(root, recover=False)
     rows = store.list_runs()
-    finished = [r for r in rows if r["status"] == RunStatus.FINISHED.value
-                and (root / r["id"] / "metrics.json").exists()
-                and json.loads((root / r["id"] / "metrics.json").read_text())["status"] == "finished"]
+    finished = [r for r in rows if r.status == RunStatus.FINISHED
+                and (root / r.run_id / "metrics.json").exists()
+                and json.loads((root / r.run_id / "metrics.json").read_text())["status"] == "finished"]
     waits = [v["started"] - v["submitted"] for v in out.values() if v["started"]]
     done = [v["ended"] - v["submitted"] for v in out.values() if v["ended"]]
     store.close()

@@ -261,7 +261,7 @@ def main() -> None:
 
         store = RunStore(runs, recover=False)  # read before the server stops its worker
         # the precomputed gallery is in the store too; count only the room's own runs
-        rows = [r for r in store.list_runs() if r["sweep"] != gallery.SWEEP]
+        rows = [r for r in store.list_runs() if r.sweep != gallery.SWEEP]
     finally:
         meter.done.set()
         server.terminate()
@@ -270,19 +270,19 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
 
-    by_session: dict[str, list[dict]] = {}
+    by_session: dict[str, list] = {}
     for r in rows:
-        by_session.setdefault(r["session"], []).append(r)
-    finished = [r for r in rows if r["status"] == "finished"
-                and (runs / r["id"] / "metrics.json").exists()
-                and json.loads((runs / r["id"] / "metrics.json").read_text())["status"] == "finished"]
-    waits = [r["started"] - r["created"] for r in finished]
-    done = [r["ended"] - r["created"] for r in finished]
-    train = [r["ended"] - r["started"] for r in finished]
+        by_session.setdefault(r.session, []).append(r)
+    finished = [r for r in rows if r.status == "finished"
+                and (runs / r.run_id / "metrics.json").exists()
+                and json.loads((runs / r.run_id / "metrics.json").read_text())["status"] == "finished"]
+    waits = [r.started - r.created for r in finished]
+    done = [r.ended - r.created for r in finished]
+    train = [r.ended - r.started for r in finished]
     loads = [r["load_s"] for r in out.values() if "load_s" in r]
     seen = [r for r in out.values() if "seen_done" in r]
     errors = [r["error"] for r in out.values() if "error" in r]
-    accs = [r["accuracy"] for r in finished if r["accuracy"] is not None]
+    accs = [r.headline for r in finished if r.headline is not None]
     store.close()
 
     print(f"{args.sessions} browser sessions (Playwright contexts in {CHROMIUM}), digits "
@@ -304,7 +304,7 @@ def main() -> None:
     print(f"CPU, share of one core           : server {server_share:.2f}, "
           f"worker + trainers {train_share:.2f}; peak RSS server {meter.peak_server_mb:.0f} MB, "
           f"worker + trainers {meter.peak_train_mb:.0f} MB")
-    unfinished = sum(r["status"] in ("queued", "running") for r in rows)
+    unfinished = sum(r.status in ("queued", "running") for r in rows)
     owned = sum(1 for s in by_session if s is not None and len(by_session[s]) == 1)
     print(f"runs: {len(rows)} in the store, {len(finished)} finished with metrics.json, "
           f"{owned} sessions own exactly one run, {len(seen)} pages showed the accuracy; "

@@ -109,7 +109,7 @@ def _config_from(args, extra):
     return RunConfig(method=args.method, dataset=dataset, epsilon=parse_epsilon(args.epsilon),
                      delta=delta, seed=args.seed, device=args.device,
                      n_synthetic=args.n_synthetic, data_options=options,
-                     params=params).validate()
+                     params=params, cnn_eval=args.cnn).validate()
 
 
 def _train(args, extra) -> int:
@@ -129,7 +129,7 @@ def _train(args, extra) -> int:
     bar = None
     final = None
     # closing(): on Ctrl-C the run is closed at once, so metrics.json says "interrupted".
-    with closing(execute(config, args.out, full_eval=not args.no_eval, cnn_eval=args.cnn,
+    with closing(execute(config, args.out, full_eval=not args.no_eval,
                          prepared=prepared)) as events:
         for ev in events:
             if ev.phase == "release":

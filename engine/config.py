@@ -38,6 +38,9 @@ class RunConfig:
     data_options: dict[str, Any] = field(default_factory=dict)
     # Method knobs, validated by the method's params dataclass.
     params: dict[str, Any] = field(default_factory=dict)
+    # Also score the synthetic images with a small CNN (slower; images only). Evaluation
+    # reads the released data only, so it costs no privacy.
+    cnn_eval: bool = False
 
     @property
     def private(self) -> bool:
@@ -52,6 +55,8 @@ class RunConfig:
         if not isinstance(d, (int, float)) or math.isnan(d) or not 0 < d <= DELTA_MAX:
             raise InputError(f"delta must be a number in (0, {DELTA_MAX:g}], e.g. 1e-5 (larger "
                              f"delta is no guarantee). Got {d!r}.")
+        if not isinstance(self.cnn_eval, bool):
+            raise InputError(f"cnn_eval must be true or false. Got {self.cnn_eval!r}.")
         if self.n_synthetic is not None and int(self.n_synthetic) < 1:
             raise InputError(f"n_synthetic must be at least 1. Got {self.n_synthetic!r}.")
         return self

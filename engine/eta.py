@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from engine.records import RunRecord, RunStatus
+
 # Config keys that barely change a run's duration, dropped in turn to find similar runs.
 _LOOSER = (("seed",), ("seed", "epsilon", "delta"))
 _NEWEST = 5  # finished runs a median is taken over
@@ -49,20 +51,20 @@ def _without(config: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in keys}
 
 
-def remaining_s(row: dict[str, Any], usual: Typical, now: float | None = None) -> float | None:
-    """Seconds until `row` (a store row) ends: its whole usual duration while queued,
-    its own step rate while training (plus the usual evaluation), the usual evaluation
-    time less what has passed while evaluating."""
+def remaining_s(rec: RunRecord, usual: Typical, now: float | None = None) -> float | None:
+    """Seconds until the run ends: its whole usual duration while queued, its own step
+    rate while training (plus the usual evaluation), the usual evaluation time less what
+    has passed while evaluating."""
     now = time.time() if now is None else now
-    if row["status"] == "queued":
+    if rec.status == RunStatus.QUEUED:
         return usual.total_s
-    if row["status"] != "running":
+    if rec.status != RunStatus.RUNNING:
         return 0.0
-    if row.get("phase") == "evaluate" and row.get("eval_started") is not None:
+    if rec.phase == "evaluate" and rec.eval_started is not None:
         if usual.eval_s is None:
             return None
-        return max(0.0, usual.eval_s - (now - row["eval_started"]))
-    step, total, started = row.get("step") or 0, row.get("total") or 0, row.get("started")
+        return max(0.0, usual.eval_s - (now - rec.eval_started))
+    step, total, started = rec.step, rec.total, rec.started
     if started is not None and step > 0 and total:
         train_left = (now - started) / step * max(0, total - step)
     elif started is not None and usual.train_s is not None:
@@ -72,11 +74,11 @@ def remaining_s(row: dict[str, Any], usual: Typical, now: float | None = None) -
     return train_left + (usual.eval_s or 0.0)
 
 
-def evaluation_progress(row: dict[str, Any], usual: Typical,
+def evaluation_progress(rec: RunRecord, usual: Typical,
                         now: float | None = None) -> tuple[float, float | None]:
     """(seconds spent evaluating, fraction done by the usual duration or None)."""
     now = time.time() if now is None else now
-    spent = max(0.0, now - (row.get("eval_started") or now))
+    spent = max(0.0, now - (rec.eval_started or now))
     if usual.eval_s is None or usual.eval_s <= 0:
         return spent, None
     return spent, min(0.99, spent / usual.eval_s)  # never "done" before it is
@@ -92,37 +94,37 @@ class Slot:
     finish_in_s: float | None
 
 
-def queue_plan(active: list[dict[str, Any]], *, slots_per_device: int,
-               remaining: Callable[[dict[str, Any]], float | None],
-               duration: Callable[[dict[str, Any]], float | None]) -> dict[str, Slot]:
+def queue_plan(active: list[RunRecord], *, slots_per_device: int,
+               remaining: Callable[[RunRecord], float | None],
+               duration: Callable[[RunRecord], float | None]) -> dict[str, Slot]:
     """Simulate each device's FIFO queue: runs start as slots free up.
 
-    `active` are QUEUED and RUNNING rows in queue order; `remaining(row)` is a running
-    run's time left, `duration(row)` a queued run's whole usual duration."""
+    `active` are QUEUED and RUNNING runs in queue order; `remaining(rec)` is a running
+    run's time left, `duration(rec)` a queued run's whole usual duration."""
     plan: dict[str, Slot] = {}
-    by_device: dict[str, list[dict[str, Any]]] = {}
-    for row in active:
-        by_device.setdefault(row.get("device") or "cpu", []).append(row)
-    for rows in by_device.values():
+    by_device: dict[str, list[RunRecord]] = {}
+    for rec in active:
+        by_device.setdefault(rec.device, []).append(rec)
+    for recs in by_device.values():
         free: list[float | None] = []  # when each slot frees up (None: unknown)
-        for row in rows:
-            if row["status"] == "running":
-                left = remaining(row)
+        for rec in recs:
+            if rec.status == RunStatus.RUNNING:
+                left = remaining(rec)
                 free.append(left)
-                plan[row["id"]] = Slot(None, 0.0, left)
+                plan[rec.run_id] = Slot(None, 0.0, left)
         free += [0.0] * max(0, slots_per_device - len(free))
         position = 0
-        for row in rows:
-            if row["status"] != "queued":
+        for rec in recs:
+            if rec.status != RunStatus.QUEUED:
                 continue
             position += 1
             known = [i for i, t in enumerate(free) if t is not None]
             # The earliest slot with a known end; unknown ends make "no estimate".
             i = min(known, key=free.__getitem__) if known else 0
             start = free[i] if known else None
-            dur = duration(row)
+            dur = duration(rec)
             finish = None if start is None or dur is None else start + dur
-            plan[row["id"]] = Slot(position, start, finish)
+            plan[rec.run_id] = Slot(position, start, finish)
             free[i] = finish
     return plan
 

@@ -26,7 +26,8 @@ import numpy as np
 from engine import eta
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.store import ACTIVE, OWNER, RunStatus, RunStore
+from engine.records import ACTIVE, RunRecord, RunStatus, record_fields
+from engine.store import OWNER, RunStore
 from engine.worker import CTX, HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, serve, worker_alive
 
 SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker
@@ -44,44 +45,21 @@ class Submission(NamedTuple):
     reused: bool  # True: an identical finished run was returned, nothing was queued
 
 
-@dataclass
-class JobSnapshot:
-    """A run's state as a page draws it, read from the store."""
+@dataclass(frozen=True)
+class JobSnapshot(RunRecord):
+    """A run's record plus what only a live view needs: its curves, the latest sample
+    batch, and estimates (engine/eta.py, smoothed between polls; None = no estimate)."""
 
-    run_id: str
-    config: RunConfig
-    device: str
-    status: RunStatus = RunStatus.QUEUED
-    session: str | None = None
-    phase: str = ""
-    step: int = 0
-    total: int = 0
-    epsilon_spent: float | None = None
     eps_curve: list[tuple[int, float]] = field(default_factory=list)
     loss_curve: list[tuple[int, float]] = field(default_factory=list)
     probe_curve: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     samples: tuple[np.ndarray, np.ndarray] | None = None
     samples_version: int = 0  # changes when new samples arrive, so pages redraw only then
-    metrics: dict[str, float] = field(default_factory=dict)
-    message: str = ""
-    created: float = 0.0
-    started: float | None = None
-    ended: float | None = None
-    stop_requested: bool = False
-    # Estimates (engine/eta.py), smoothed between polls; None = no estimate.
     position: int | None = None  # in its device's queue, 1 = next
     start_in_s: float | None = None
     eta_s: float | None = None  # until the run ends, evaluation included
     eval_elapsed_s: float | None = None  # while evaluating: time spent so far
     eval_fraction: float | None = None  # ...and the share done, by the usual duration
-
-    @property
-    def fraction(self) -> float:
-        return min(1.0, self.step / self.total) if self.total else 0.0
-
-    @property
-    def evaluating(self) -> bool:
-        return self.status == RunStatus.RUNNING and self.phase == "evaluate"
 
 
 class _Curves:
@@ -180,38 +158,29 @@ class JobManager:
             self._curves.pop(run_id, None)
 
     def may_control(self, run_id: str, *, session: str | None, instructor: bool) -> bool:
-        row = self.store.get_run(run_id)
-        return row is not None and may_control(row["session"], session=session,
+        rec = self.store.get_run(run_id)
+        return rec is not None and may_control(rec.session, session=session,
                                                instructor=instructor)
 
     def status(self, run_id: str) -> RunStatus | None:
-        row = self.store.get_run(run_id)
-        return RunStatus(row["status"]) if row else None
+        rec = self.store.get_run(run_id)
+        return rec.status if rec else None
 
     def active(self) -> list[str]:
         """Queued and running runs of the store, in queue order."""
-        return [r["id"] for r in self.store.active_runs()]
+        return [r.run_id for r in self.store.active_runs()]
 
     def snapshot(self, run_id: str, *, curves: bool = True) -> JobSnapshot | None:
         """The run's state now; `curves=False` skips curves and samples (queue lists)."""
-        row = self.store.get_run(run_id)
-        if row is None:
+        rec = self.store.get_run(run_id)
+        if rec is None:
             return None
-        status = RunStatus(row["status"])
-        snap = JobSnapshot(
-            run_id=run_id, config=RunConfig.from_dict(row["config"]),
-            device=row["device"] or "cpu", status=status, session=row["session"],
-            phase=row["phase"] or "", step=row["step"] or 0, total=row["total"] or 0,
-            epsilon_spent=row["epsilon_spent"], metrics=dict(row["summary"] or {}),
-            message=row["message"] or "", created=row["created"], started=row["started"],
-            ended=row["ended"], stop_requested=row["stop_requested"] is not None)
-        if curves:
-            self._fill_curves(snap)
-        if status in ACTIVE:
-            self._fill_estimates(snap, row)
+        live: dict[str, Any] = self._curves_of(run_id) if curves else {}
+        if rec.status in ACTIVE:
+            live.update(self._estimates(rec))
         else:
             self._smooth.forget(run_id)
-        return snap
+        return JobSnapshot(**record_fields(rec), **live)
 
     def queue(self) -> list[JobSnapshot]:
         """Snapshots of every queued and running run, in queue order (no curves)."""
@@ -234,20 +203,20 @@ class JobManager:
         self._closed.set()
         self._stop_worker(timeout=timeout if wait else 0.5)
         for r in self.store.active_runs():
-            if r["owner"] == OWNER:  # queued by this process, never claimed
-                self.store.finish(r["id"], RunStatus.INTERRUPTED, if_active=True,
+            if r.owner == OWNER:  # queued by this process, never claimed
+                self.store.finish(r.run_id, RunStatus.INTERRUPTED, if_active=True,
                                   message="interrupted: the app stopped before it started")
 
     # --------------------------------------------------------------- internals
     def _owned(self, run_id: str, *, session: str | None, instructor: bool,
-               verb: str) -> dict | None:
-        row = self.store.get_run(run_id)
-        if row is not None and not may_control(row["session"], session=session,
+               verb: str) -> RunRecord | None:
+        rec = self.store.get_run(run_id)
+        if rec is not None and not may_control(rec.session, session=session,
                                                instructor=instructor):
-            owner = f"session {row['session']}" if row["session"] else "no session"
+            owner = f"session {rec.session}" if rec.session else "no session"
             raise NotOwner(f"Run {run_id} belongs to {owner}; only its owner or an "
                            f"instructor can {verb} it.")
-        return row
+        return rec
 
     def _ensure_worker(self) -> None:
         with self._lock:
@@ -276,29 +245,31 @@ class JobManager:
         while not self._closed.wait(SUPERVISE_S):
             try:
                 active = self.store.active_runs()
-                if any(r["status"] == "queued" for r in active):
+                if any(r.status == RunStatus.QUEUED for r in active):
                     self._ensure_worker()
                 if time.time() - last_beat >= self.settings.heartbeat_s:
-                    self.store.heartbeat(r["id"] for r in active if r["owner"] == OWNER)
+                    self.store.heartbeat(r.run_id for r in active if r.owner == OWNER)
                     last_beat = time.time()
             except Exception:  # a hiccup in the store must not end supervision
                 import traceback
 
                 traceback.print_exc()
 
-    def _fill_curves(self, snap: JobSnapshot) -> None:
+    def _curves_of(self, run_id: str) -> dict[str, Any]:
+        """The run's curves and latest samples, reading only the rows logged since the
+        last poll (JobSnapshot's live fields)."""
         with self._lock:
-            c = self._curves.pop(snap.run_id, None) or _Curves()
-            self._curves[snap.run_id] = c  # most recently read last
+            c = self._curves.pop(run_id, None) or _Curves()
+            self._curves[run_id] = c  # most recently read last
             while len(self._curves) > KEEP_CURVES:
                 del self._curves[next(iter(self._curves))]
-            new, c.after = self.store.metric_rows_after(snap.run_id, c.after)
+            new, c.after = self.store.metric_rows_after(run_id, c.after)
             c.eps += [(s, v) for s, v in new.get("epsilon_spent", []) if v is not None]
             c.loss += [(s, v) for s, v in new.get("loss", []) if v is not None]
             for key, points in new.items():
                 if key.startswith("probe"):
                     c.probe += [(s, {key: v}) for s, v in points if v is not None]
-            path = self.store.artifact_dir(snap.run_id) / LIVE_SAMPLES
+            path = self.store.artifact_dir(run_id) / LIVE_SAMPLES
             try:
                 version = path.stat().st_mtime_ns
             except OSError:
@@ -310,32 +281,37 @@ class JobManager:
                     c.samples_version = version
                 except (OSError, ValueError, KeyError):
                     pass  # replaced while reading: the next poll gets it
-            snap.eps_curve, snap.loss_curve, snap.probe_curve = c.eps, c.loss, c.probe
-            snap.samples, snap.samples_version = c.samples, c.samples_version
+            # Copies: a snapshot must not change when a later poll extends the cache.
+            return {"eps_curve": list(c.eps), "loss_curve": list(c.loss),
+                    "probe_curve": list(c.probe), "samples": c.samples,
+                    "samples_version": c.samples_version}
 
-    def _usual(self, config: dict, newest: float | None) -> eta.Typical:
+    def _usual(self, config: RunConfig, newest: float | None) -> eta.Typical:
         """Typical durations of runs like `config`; re-read when a run has finished
         since (`newest`: the store's latest finish time)."""
-        key = (config["method"], config["dataset"])
+        key = (config.method, config.dataset)
         cached = self._timings.get(key)
         if cached is None or cached[0] != newest:
             cached = (newest, self.store.finished_timings(method=key[0], dataset=key[1]))
             self._timings[key] = cached
-        return eta.typical(cached[1], config)
+        return eta.typical(cached[1], config.to_dict())
 
-    def _fill_estimates(self, snap: JobSnapshot, row: dict) -> None:
+    def _estimates(self, rec: RunRecord) -> dict[str, Any]:
+        """Queue position, start and finish estimates of an active run (JobSnapshot's
+        estimate fields); empty when the run is not in the plan."""
         now = time.time()
         newest = self.store.last_finished()
         plan = eta.queue_plan(
             self.store.active_runs(), slots_per_device=self.slots_per_device,
-            remaining=lambda r: eta.remaining_s(r, self._usual(r["config"], newest), now),
-            duration=lambda r: self._usual(r["config"], newest).total_s)
-        slot = plan.get(snap.run_id)
+            remaining=lambda r: eta.remaining_s(r, self._usual(r.config, newest), now),
+            duration=lambda r: self._usual(r.config, newest).total_s)
+        slot = plan.get(rec.run_id)
         if slot is None:
-            return
-        snap.position = slot.position
-        snap.start_in_s = self._smooth(snap.run_id, "start", slot.start_in_s, now)
-        snap.eta_s = self._smooth(snap.run_id, "finish", slot.finish_in_s, now)
-        if snap.evaluating:
-            snap.eval_elapsed_s, snap.eval_fraction = eta.evaluation_progress(
-                row, self._usual(row["config"], newest), now)
+            return {}
+        out = {"position": slot.position,
+               "start_in_s": self._smooth(rec.run_id, "start", slot.start_in_s, now),
+               "eta_s": self._smooth(rec.run_id, "finish", slot.finish_in_s, now)}
+        if rec.evaluating:
+            out["eval_elapsed_s"], out["eval_fraction"] = eta.evaluation_progress(
+                rec, self._usual(rec.config, newest), now)
+        return out

@@ -97,7 +97,7 @@ def cost_line(config: RunConfig, prepared) -> str:
 
 
 def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | None = None,
-            full_eval: bool = True, cnn_eval: bool = False, prepared=None) -> Iterator[Event]:
+            full_eval: bool = True, prepared=None) -> Iterator[Event]:
     """Run `config`, yield every trainer Event, write the artifacts, and finish with a
     "done" (or "cancelled") Event whose metrics hold the final evaluation.
 
@@ -112,7 +112,7 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     (out / "config.json").write_text(config.to_json())
     try:
         metrics, last, result = yield from _run(config, method, data, device, out, stop,
-                                                full_eval, cnn_eval)
+                                                full_eval)
     except BaseException as exc:
         _write_metrics(out, {"status": "interrupted", "method": config.method,
                              "dataset": config.dataset,
@@ -123,7 +123,7 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
                 metrics=metrics["accuracy"], result=result, message=metrics["status"])
 
 
-def _run(config, method, data, device, out: Path, stop, full_eval: bool, cnn_eval: bool):
+def _run(config, method, data, device, out: Path, stop, full_eval: bool):
     """execute's body: train, write the artifacts, evaluate, write metrics.json."""
     t0 = time.perf_counter()
     result: TrainResult | None = None
@@ -149,7 +149,7 @@ def _run(config, method, data, device, out: Path, stop, full_eval: bool, cnn_eva
         yield Event("evaluate", last.step, last.total, result.privacy.get("epsilon_spent", math.inf),
                     message="evaluating on the real test split")
 
-        scores = full_evaluation(result.x, result.y, data, seed=config.seed, cnn=cnn_eval,
+        scores = full_evaluation(result.x, result.y, data, seed=config.seed, cnn=config.cnn_eval,
                                  device=str(device))
     metrics = {
         "status": "cancelled" if cancelled else "finished",

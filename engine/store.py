@@ -25,7 +25,6 @@ threads read while a worker writes. Values are plain strings, numbers and JSON.
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 import os
@@ -40,25 +39,10 @@ from typing import Any
 
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.jsonsafe import jsonable
+from engine.records import (ACTIVE, TERMINAL, RunRecord, RunStatus, metrics_from_file,
+                            numeric_metrics)
 
-
-class RunStatus(str, enum.Enum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    FINISHED = "finished"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    INTERRUPTED = "interrupted"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL
-
-
-TERMINAL = frozenset({RunStatus.FINISHED, RunStatus.FAILED, RunStatus.CANCELLED,
-                      RunStatus.INTERRUPTED})
-ACTIVE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+__all__ = ["ACTIVE", "TERMINAL", "RunStatus", "RunStore", "default_root", "process_token"]
 
 # A run whose heartbeat is older than this when a store opens belongs to a dead process.
 STALE_AFTER_S = 30.0
@@ -81,9 +65,7 @@ CREATE TABLE IF NOT EXISTS runs (
     step INTEGER DEFAULT 0,
     total INTEGER DEFAULT 0,
     epsilon_spent REAL,
-    accuracy REAL,           -- synthetic-trained classifier on real test data
-    real_accuracy REAL,      -- same classifier trained on real data (not private)
-    summary TEXT,            -- final metrics JSON (or last probe metrics)
+    summary TEXT,            -- the metrics: JSON {key: float}, final or the last probe's
     message TEXT,
     owner TEXT,              -- "pid:start-time" of the process running it
     session TEXT,            -- the browser session that asked for it (NULL: CLI, gallery)
@@ -102,11 +84,9 @@ CREATE TABLE IF NOT EXISTS metrics (
 CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
 """
 
-_COLUMNS = ("id", "created", "started", "ended", "heartbeat", "status", "method",
-            "dataset", "epsilon", "delta", "seed", "sweep", "config", "step", "total",
-            "epsilon_spent", "accuracy", "real_accuracy", "summary", "message", "owner",
-            "session", "device", "phase", "eval_started", "stop_requested")
 # Columns added after the first release, with their types (older stores get them).
+# Stores from before metrics became a dict also hold `accuracy` and `real_accuracy`
+# columns; nothing reads or writes them any more (the same figures are in `summary`).
 _ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
           "eval_started": "REAL", "stop_requested": "REAL"}
 _QUEUED, _RUNNING = "queued", "running"
@@ -146,26 +126,6 @@ def _finite_or_none(x: Any) -> float | None:
         return None
     x = float(x)
     return x if math.isfinite(x) else None
-
-
-def headline_accuracy(metrics: dict[str, float]) -> tuple[float | None, float | None]:
-    """(synthetic-trained accuracy, real-trained accuracy) for one classifier.
-
-    Prefers logistic regression (the classifier every run reports), falls back to the
-    first `synthetic/<clf>` key, or a probe's accuracy while training is under way.
-    """
-    if not metrics:
-        return None, None
-    keys = [k for k in metrics if k.startswith("synthetic/")]
-    clf = "logreg" if "synthetic/logreg" in metrics else (keys[0].split("/", 1)[1] if keys else None)
-    if clf is not None:
-        return (_finite_or_none(metrics.get(f"synthetic/{clf}")),
-                _finite_or_none(metrics.get(f"real/{clf}")))
-    for k in ("probe/logreg", "probe/accuracy", "accuracy"):
-        if k in metrics:
-            return _finite_or_none(metrics[k]), None
-    probes = [k for k in metrics if k.startswith("probe")]
-    return (_finite_or_none(metrics[probes[0]]) if probes else None), None
 
 
 class RunStore:
@@ -298,10 +258,9 @@ class RunStore:
                         epsilon_spent: float | None, values: dict[str, float],
                         metrics: dict[str, float] | None = None,
                         phase: str | None = None) -> None:
-        """Append metric rows for one event and refresh the run's summary columns."""
+        """Append metric rows for one event and refresh the run's progress and metrics."""
         now = time.time()
         rows = [(run_id, k, int(step), _finite_or_none(v), now) for k, v in values.items()]
-        acc, real = headline_accuracy(metrics or {})
         with self._write:
             con = self._con()
             if rows:
@@ -319,13 +278,7 @@ class RunStore:
                 args.append(_finite_or_none(epsilon_spent))
             if metrics:
                 sets.append("summary=?")
-                args.append(json.dumps(jsonable(metrics)))
-                if acc is not None:
-                    sets.append("accuracy=?")
-                    args.append(acc)
-                if real is not None:
-                    sets.append("real_accuracy=?")
-                    args.append(real)
+                args.append(json.dumps(numeric_metrics(metrics)))
             con.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id=?", (*args, run_id))
             con.commit()
 
@@ -339,13 +292,12 @@ class RunStore:
         status = RunStatus(status)
         if not status.terminal:
             raise ValueError(f"finish() needs a terminal status, got {status}")
-        acc, real = headline_accuracy(metrics or {})
         now = time.time()
         sets = ["status=?", "ended=?", "heartbeat=?", "message=?"]
         args: list[Any] = [status.value, now, now, message]
         if metrics:
-            sets += ["summary=?", "accuracy=?", "real_accuracy=?"]
-            args += [json.dumps(jsonable(metrics)), acc, real]
+            sets.append("summary=?")
+            args.append(json.dumps(numeric_metrics(metrics)))
         where = "id=?" + (" AND status IN (?,?)" if if_active else "")
         extra = (_QUEUED, _RUNNING) if if_active else ()
         return self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE {where}",
@@ -380,11 +332,11 @@ class RunStore:
 
     def delete_run(self, run_id: str) -> None:
         """Remove the row, its metrics and its artifact folder. Active runs refuse."""
-        row = self.get_run(run_id)
-        if row is None:
+        rec = self.get_run(run_id)
+        if rec is None:
             return
-        if RunStatus(row["status"]) in ACTIVE:
-            raise InputError(f"run {run_id} is {row['status']}; stop it before deleting it.")
+        if rec.status in ACTIVE:
+            raise InputError(f"run {run_id} is {rec.status.value}; stop it before deleting it.")
         with self._write:
             con = self._con()
             con.execute("DELETE FROM metrics WHERE run_id=?", (run_id,))
@@ -397,7 +349,6 @@ class RunStore:
                         sweep: str, message: str) -> bool:
         """Register a run whose files were made elsewhere (engine/gallery.py) as FINISHED,
         with its metrics.json figures. False, and nothing written, if the id exists."""
-        acc, real = headline_accuracy(metrics.get("accuracy") or {})
         train_s = float((metrics.get("seconds") or {}).get("train", 0.0))
         steps = int((metrics.get("info") or {}).get("steps", 0))
         spent = metrics.get("epsilon_spent")  # a number, or "inf" for ε = ∞ runs
@@ -409,11 +360,12 @@ class RunStore:
             cur = con.execute(
                 "INSERT OR IGNORE INTO runs (id, created, started, ended, heartbeat, status, "
                 "method, dataset, epsilon, delta, seed, sweep, config, step, total, "
-                "epsilon_spent, accuracy, real_accuracy, summary, message) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "epsilon_spent, summary, message) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now - train_s, now - train_s, now, now, RunStatus.FINISHED.value,
                  config.method, config.dataset, eps, config.delta, int(config.seed), sweep,
-                 config.to_json(), steps, steps, spent, acc, real, json.dumps(jsonable(metrics.get("accuracy") or {})), message))
+                 config.to_json(), steps, steps, spent,
+                 json.dumps(metrics_from_file(metrics)), message))
             con.commit()
         return cur.rowcount == 1
 
@@ -445,12 +397,12 @@ class RunStore:
                 for r in con.execute("SELECT * FROM run_labels")}
 
     # ------------------------------------------------------------------- reads
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
+    def get_run(self, run_id: str) -> RunRecord | None:
         row = self._con().execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-        return _row(row) if row is not None else None
+        return _record(row) if row is not None else None
 
     def list_runs(self, *, method: str | None = None, dataset: str | None = None,
-                  status: str | None = None, sweep: str | None = None) -> list[dict[str, Any]]:
+                  status: str | None = None, sweep: str | None = None) -> list[RunRecord]:
         """Runs, newest first, optionally filtered by exact method/dataset/status/sweep."""
         where, args = [], []
         for col, val in (("method", method), ("dataset", dataset), ("status", status),
@@ -460,7 +412,7 @@ class RunStore:
                 args.append(val)
         sql = "SELECT * FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
         sql += " ORDER BY created DESC"
-        return [_row(r) for r in self._con().execute(sql, args)]
+        return [_record(r) for r in self._con().execute(sql, args)]
 
     def metric_history(self, run_id: str) -> dict[str, list[tuple[int, float | None]]]:
         """{key: [(step, value), ...]} in logging order."""
@@ -479,18 +431,25 @@ class RunStore:
             last = r["rowid"]
         return out, last
 
-    def active_runs(self) -> list[dict[str, Any]]:
+    def active_runs(self) -> list[RunRecord]:
         """QUEUED and RUNNING runs in queue order (oldest first)."""
         rows = self._con().execute("SELECT * FROM runs WHERE status IN (?,?) "
                                    "ORDER BY created, rowid", (_QUEUED, _RUNNING))
-        return [_row(r) for r in rows]
+        return [_record(r) for r in rows]
 
     def find_finished(self, config: RunConfig) -> str | None:
-        """The newest FINISHED run with exactly this config (canonical JSON), if any."""
-        r = self._con().execute("SELECT id FROM runs WHERE status=? AND config=? "
-                                "ORDER BY ended DESC LIMIT 1",
-                                (RunStatus.FINISHED.value, config.to_json())).fetchone()
-        return r["id"] if r else None
+        """The newest FINISHED run with exactly this config, seed included, if any.
+
+        Stored configs are compared after a round trip through RunConfig, so a config
+        saved before a field was added (it takes the default) still matches."""
+        want = config.to_json()
+        for r in self._con().execute(
+                "SELECT id, config FROM runs WHERE status=? AND method=? AND dataset=? "
+                "AND seed=? ORDER BY ended DESC",
+                (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed))):
+            if RunConfig.from_dict(json.loads(r["config"])).to_json() == want:
+                return r["id"]
+        return None
 
     def last_finished(self) -> float | None:
         """When the newest FINISHED run ended (cheap: tells caches to refresh)."""
@@ -526,9 +485,16 @@ class RunStore:
             self._local.con = None
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
-    d = {k: row[k] for k in _COLUMNS}
-    d["epsilon"] = math.inf if d["epsilon"] is None else d["epsilon"]
-    d["summary"] = json.loads(d["summary"]) if d["summary"] else {}
-    d["config"] = json.loads(d["config"])
-    return d
+def _record(row: sqlite3.Row) -> RunRecord:
+    """One `runs` row as a RunRecord (method, dataset, ε, δ, seed come from its config;
+    the columns that copy them are there for SQL filters)."""
+    return RunRecord(
+        run_id=row["id"], config=RunConfig.from_dict(json.loads(row["config"])),
+        status=RunStatus(row["status"]), created=row["created"], started=row["started"],
+        ended=row["ended"], heartbeat=row["heartbeat"], sweep=row["sweep"],
+        session=row["session"], owner=row["owner"], device=row["device"] or "cpu",
+        phase=row["phase"] or "", step=row["step"] or 0, total=row["total"] or 0,
+        epsilon_spent=row["epsilon_spent"],
+        metrics=numeric_metrics(json.loads(row["summary"])) if row["summary"] else {},
+        message=row["message"] or "", eval_started=row["eval_started"],
+        stop_requested=row["stop_requested"])

@@ -34,7 +34,6 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from engine.config import RunConfig
 from engine.errors import InputError
 from engine.store import OWNER, RunStatus, RunStore, process_token
 
@@ -266,7 +265,7 @@ def run(store: RunStore, run_id: str, execute: Callable[..., Iterator[Any]], *, 
     final_metrics: dict[str, float] | None = None
     try:
         store.mark_running(run_id)  # the row now names this process as its owner
-        config = RunConfig.from_dict(store.get_run(run_id)["config"])
+        config = store.get_run(run_id).config
         live = _Live(store, run_id)
         for ev in execute(config, store.artifact_dir(run_id), stop=stop, full_eval=full_eval):
             live.on_event(ev)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine import demos, privacy
 from engine.errors import InputError
-from engine.ui_state import DELTA_CHOICES
+from ui.choices import DELTA_CHOICES
 from ui.common import line_figure, show_input_error
 
 st.title("Accountant")

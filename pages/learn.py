@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import demos
-from engine.ui_state import privacy_in_words
+from ui.choices import privacy_in_words
 from ui.common import line_figure
 
 

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 
 import streamlit as st
 
 from engine.config import parse_epsilon
 from engine.errors import InputError
 from engine.registry import available_methods, get_method
-from engine.store import RunStatus
-from engine.ui_state import (DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, changed_params,
-                             config_from_settings, epsilon_label, grid_scale, image_grid,
-                             knob_key, knobs, privacy_in_words)
+from engine.records import RunStatus
+from engine.render import class_rows, grid_scale
+from engine.ui_state import changed_params, config_from_settings, knob_key, knobs
 from ui import live_view
+from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
 from ui.cost import COST_KEYS, draw_cost
@@ -154,6 +155,11 @@ with settings:
     st.caption(privacy_in_words(parse_epsilon(eps), float(delta)))
     seed = st.number_input("Seed (model init only; DP noise is never seeded)", min_value=0,
                            value=DEFAULTS["seed"], step=1, key="seed", bind="query-params")
+    # Scoring reads only the released synthetic data: it costs time, never privacy.
+    cnn = info[dataset]["kind"] == "image" and st.checkbox(
+        "also score with a CNN (slower)", key="cnn", bind="query-params",
+        help="Also train a small CNN on the synthetic images and test it on the real test "
+             "images (the DataLens paper's measure); adds minutes on a CPU.")
 
     actions = st.container()  # Train / Stop sit here, above the long list of knobs
     module = get_method(method)
@@ -178,9 +184,10 @@ with settings:
     elif data_options is not None:
         try:
             data = load_dataset(dataset, options_key(data_options))
-            config = config_from_settings(
+            config = replace(config_from_settings(
                 dataset=dataset, method=method, eps=eps, delta=delta, seed=int(seed),
-                params=changed_params(defaults, values), data_options=data_options)
+                params=changed_params(defaults, values), data_options=data_options),
+                cnn_eval=cnn)
             preview = module.privacy_preview(config, data)
         except InputError as e:
             show_input_error(e)
@@ -231,7 +238,7 @@ with settings:
 
     if data is not None and data.kind == "image":
         with st.expander(f"Peek at the training data ({REAL_NOTE})"):
-            st.image(image_grid(data.x_train[:50], data.y_train[:50],
+            st.image(class_rows(data.x_train[:100], data.y_train[:100], data.n_classes,
                                 scale=grid_scale(data.x_train.shape[-1])),
                      caption=REAL_NOTE)
 
@@ -243,17 +250,16 @@ def live_panel() -> None:
         st.info("Press **Train** to start. The defaults (digits, DP-MERF, ε = 1) train "
                 "in well under a minute on a laptop.")
         return
-    view = live_view.run_view(jobs(), rid)
-    if view is None:
+    snap = live_view.draw_run(jobs(), rid)
+    if snap is None:
         st.warning(f"Run {rid} is no longer in the store.")
         return
-    live_view.draw(view)
-    if view["status"].terminal and st.session_state.get("pg_seen_active"):
+    if snap.status.terminal and st.session_state.get("pg_seen_active"):
         # The job ended since the last full run: redraw the whole page once so the
         # buttons re-enable and polling stops.
         st.session_state["pg_seen_active"] = False
         st.rerun()
-    if view["status"] in (RunStatus.QUEUED, RunStatus.RUNNING):
+    if snap.status in (RunStatus.QUEUED, RunStatus.RUNNING):
         st.session_state["pg_seen_active"] = True
 
 

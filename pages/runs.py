@@ -1,6 +1,7 @@
 """Runs & Compare: every run kept (the gallery's precomputed ones too), the settings
-each changed, names and tags, side-by-side comparison, the privacy–utility chart per
-configuration with sample grids across ε, sweeps over ε, seeds and any one knob."""
+each changed, names and tags, every score each run has, side-by-side comparison, the
+privacy–utility chart per configuration (y-axis: any of those scores) with sample grids
+across ε, sweeps over ε, seeds and any one knob."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import streamlit as st
 
 from engine.errors import InputError
 from engine.gallery import SWEEP as GALLERY_SWEEP
-from engine.store import RunStatus
-from engine.ui_state import format_epsilon, privacy_utility, runs_rows
+from engine.records import RunStatus, real_key
+from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
+from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
 from ui.runs_view import label_editor, pu_figure, sample_grids, sweep_panel
 
 st.title("Runs & Compare")
@@ -52,43 +54,48 @@ queue_strip()
 runs = store.list_runs()
 labels = store.labels()
 c1, c2, c3, c4 = st.columns(4)
-f_method = c1.multiselect("Method", sorted({r["method"] for r in runs}), key="runs_f_method")
-f_data = c2.multiselect("Dataset", sorted({r["dataset"] for r in runs}), key="runs_f_data")
+f_method = c1.multiselect("Method", sorted({r.method for r in runs}), key="runs_f_method")
+f_data = c2.multiselect("Dataset", sorted({r.dataset for r in runs}), key="runs_f_data")
 f_status = c3.multiselect("Status", [s.value for s in RunStatus], key="runs_f_status")
 f_tag = c4.multiselect("Tag or sweep", sorted({t for lab in labels.values() for t in lab["tags"]}
-                                              | {r["sweep"] for r in runs if r["sweep"]}),
+                                              | {r.sweep for r in runs if r.sweep}),
                        key="runs_f_tag")
 shown = [r for r in runs
-         if (not f_method or r["method"] in f_method)
-         and (not f_data or r["dataset"] in f_data)
-         and (not f_status or r["status"] in f_status)
-         and (not f_tag or r["sweep"] in f_tag
-              or set(f_tag) & set(labels.get(r["id"], {}).get("tags", [])))]
+         if (not f_method or r.method in f_method)
+         and (not f_data or r.dataset in f_data)
+         and (not f_status or r.status.value in f_status)
+         and (not f_tag or r.sweep in f_tag
+              or set(f_tag) & set(labels.get(r.run_id, {}).get("tags", [])))]
+scores = metric_keys(runs) or ["synthetic/logreg"]
+metric = st.selectbox("Score", scores, format_func=metric_label, key="runs_metric",
+                      help="What the table's reference column, the comparison and the "
+                           "privacy–utility chart show. Every score trains a classifier on "
+                           "synthetic data and tests it on real test data; tabular data "
+                           "adds ROC-AUC and F1.")
 
 if not runs:
     st.info("No runs yet. Train one in the Playground, or queue a sweep below.")
 else:
     st.caption("**settings**: what differs from the method's defaults for that dataset. "
                "Runs of the sweep *gallery* were precomputed (`python -m engine gallery`).")
-    st.dataframe(runs_rows(shown, labels), hide_index=True, key="runs_table",
-                 column_config={
-                     "accuracy": st.column_config.NumberColumn(
-                         "accuracy", format="%.3f",
-                         help="classifier trained on synthetic data, tested on real data"),
-                     "real accuracy": st.column_config.NumberColumn(
-                         "real accuracy", format="%.3f", help=f"same classifier, {REAL_NOTE}"),
-                 })
+    columns = metric_keys(shown) + [real_key(metric)]
+    st.dataframe(runs_rows(shown, labels, metrics=columns), hide_index=True, key="runs_table",
+                 column_config={metric_label(k): st.column_config.NumberColumn(
+                     metric_label(k), format="%.3f",
+                     help=f"same classifier, {REAL_NOTE}" if k.startswith("real/") else
+                     "classifier trained on synthetic data, tested on real data")
+                     for k in columns})
 
-ids = [r["id"] for r in shown]
-by_id = {r["id"]: r for r in runs}
+ids = [r.run_id for r in shown]
+by_id = {r.run_id: r for r in runs}
 # The user's own latest runs; the gallery's are compared across ε further down.
-default_pick = [r["id"] for r in shown if r["status"] == "finished"
-                and r["sweep"] != GALLERY_SWEEP][:2]
+default_pick = [r.run_id for r in shown if r.status == RunStatus.FINISHED
+                and r.sweep != GALLERY_SWEEP][:2]
 picked = st.multiselect("Pick runs to compare, download or delete", ids,
                         default=default_pick, key="runs_pick",
-                        format_func=lambda i: f"{i} · {by_id[i]['method']} · "
-                                              f"{by_id[i]['dataset']} · ε="
-                                              f"{format_epsilon(by_id[i]['epsilon'])}")
+                        format_func=lambda i: f"{i} · {by_id[i].method} · "
+                                              f"{by_id[i].dataset} · ε="
+                                              f"{format_epsilon(by_id[i].epsilon)}")
 
 if picked:
     cols = st.columns(min(4, len(picked)))
@@ -96,17 +103,17 @@ if picked:
         r = by_id[rid]
         art = store.artifacts(rid)
         with cols[i]:
-            st.markdown(f"**{method_title(r['method'])}** · {r['dataset']} · "
-                        f"ε = {format_epsilon(r['epsilon'])} · seed {r['seed']}")
+            st.markdown(f"**{method_title(r.method)}** · {r.dataset} · "
+                        f"ε = {format_epsilon(r.epsilon)} · seed {r.seed}")
             label_editor(store, rid, labels.get(rid, {}))
-            st.caption(r["status"] + (f" — {r['message']}" if r["message"] and
-                                      r["message"] != r["status"] else ""))
+            st.caption(r.status.value + (f" — {r.message}" if r.message and
+                                         r.message != r.status.value else ""))
             if "samples.png" in art:
                 st.image(str(art["samples.png"]), caption="synthetic samples")
-            if r["accuracy"] is not None:
-                st.metric("accuracy (synthetic → real)", f"{r['accuracy']:.3f}",
-                          delta=None if r["real_accuracy"] is None else
-                          f"{r['accuracy'] - r['real_accuracy']:+.3f} vs real data",
+            if metric in r.metrics:
+                value, real = r.metrics[metric], r.metrics.get(real_key(metric))
+                st.metric(f"{metric_label(metric)} (synthetic → real)", f"{value:.3f}",
+                          delta=None if real is None else f"{value - real:+.3f} vs real data",
                           delta_color="off")
             for name, mime in (("synthetic.npz", "application/octet-stream"),
                                ("synthetic.csv", "text/csv"), ("samples.png", "image/png"),
@@ -144,20 +151,20 @@ if picked:
                 st.rerun()
 
 st.subheader("Privacy–utility")
-datasets = sorted({r["dataset"] for r in runs})
+datasets = sorted({r.dataset for r in runs})
 if datasets:
     ds = st.selectbox("Dataset", datasets, key="runs_pu_dataset")
-    on_ds = [r for r in shown if r["dataset"] == ds]
-    pu = privacy_utility(on_ds)
+    on_ds = [r for r in shown if r.dataset == ds]
+    pu = privacy_utility(on_ds, metric)
     if pu["lines"] or pu["nonprivate"]:
         st.plotly_chart(pu_figure(pu), key="runs_pu_chart")
         st.caption("One line per configuration (method + settings changed from its "
-                   "defaults); band: lowest to highest accuracy over seeds at that ε. "
-                   "The filters above apply.")
+                   f"defaults); band: lowest to highest {metric_label(metric)} over seeds "
+                   "at that ε. The score and the filters above apply.")
         with st.expander("Sample grids across ε", expanded=True):
-            sample_grids(store, on_ds)
+            sample_grids(store, on_ds, metric)
     else:
-        st.info("No finished runs with an accuracy on this dataset yet.")
+        st.info(f"No finished runs with a {metric_label(metric)} on this dataset yet.")
 
 st.subheader("Sweep")
 sweep_panel(jm)

@@ -1,9 +1,9 @@
 """The Streamlit app through streamlit.testing (AppTest), plus the pure helpers its pages
-use (engine/ui_state.py, engine/demos.py). The training test drives the real engine."""
+use (ui/*.py, engine/ui_state.py, engine/demos.py). The training test drives the real engine."""
 
 import io
+import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +12,19 @@ from streamlit.testing.v1 import AppTest
 
 from engine import demos, privacy
 from engine.errors import InputError
+from engine.config import RunConfig
+from engine.records import RunRecord, RunStatus
+from engine.render import class_rows
 from engine.store import RunStore
-from engine.ui_state import (EPSILON_CHOICES, config_from_settings, image_grid, knobs,
-                             marginal_bins, privacy_utility)
+from engine.ui_state import config_from_settings, knobs
+from ui.choices import EPSILON_CHOICES, privacy_in_words
+from ui.marginals import marginal_bins
+from ui.runs_table import privacy_utility
 
-from apptest import open_app
+from apptest import APP, open_app
+
+
+HANG_S = 600  # waits on runs end when they end; this only stops a hung test
 
 
 def app(query: dict | None = None) -> AppTest:
@@ -106,24 +114,33 @@ def test_switching_method_resets_knobs_to_that_methods_defaults(runs_root):
     assert _knob_values(at, "datalens") == _defaults("datalens", "digits")
 
 
+def _jobs(runs_root):
+    from ui.common import _jobs_for
+
+    return _jobs_for(str(Path(runs_root).resolve()))
+
+
 def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     at = app({"dpmerf_n_features": "500", "dpmerf_epochs": "1"})
     at.button(key="pg_train").click().run()
     rid = at.session_state["pg_run"]
-    store = RunStore(runs_root, recover=False)
-    deadline = time.time() + 180
-    while store.get_run(rid)["status"] in ("queued", "running") and time.time() < deadline:
-        time.sleep(0.25)
-    row = store.get_run(rid)
-    assert row["status"] == "finished", row["message"]
-    assert row["config"]["params"] == {"n_features": 500, "epochs": 1}
-    assert 0 <= row["accuracy"] <= 1 and row["real_accuracy"] > 0.8
+    # Waits for the run to end; the timeout only guards against a hang (speed: bench/).
+    assert _jobs(runs_root).wait(rid, timeout=HANG_S).terminal, f"run {rid} hung"
+    row = RunStore(runs_root, recover=False).get_run(rid)
+    assert row.status == "finished", row.message
+    assert row.config.params == {"n_features": 500, "epochs": 1}
+    metrics = json.loads((runs_root / rid / "metrics.json").read_text())
+    assert row.metrics == pytest.approx(metrics["accuracy"])  # the store holds every score
+    assert row.metrics["real/logreg"] > 0.8
     at.run()
     assert not at.exception
-    assert float(metric(at, "accuracy on real test data")) == pytest.approx(row["accuracy"], abs=1e-3)
+    shown = float(metric(at, "accuracy on real test data"))
+    assert shown == pytest.approx(row.metrics["synthetic/logreg"], abs=5e-4)
     assert len(at.get("imgs")) or len(at.get("image"))  # the sample grid is drawn
     summary = at.table[0].value
-    assert "trained on synthetic → real test" in summary.columns
+    assert list(summary["score"]) == ["LogReg accuracy", "MLP accuracy", "RF accuracy"]
+    assert list(summary["trained on synthetic → real test"]) == pytest.approx(
+        [row.metrics[k] for k in ("synthetic/logreg", "synthetic/mlp", "synthetic/rf")], abs=5e-5)
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception
@@ -133,6 +150,57 @@ def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
     labels = {b.label for b in at.get("download_button")}
     assert {"⬇ synthetic.npz", "⬇ samples.png", "⬇ config.json", "⬇ metrics.json"} <= labels
     assert any(c.key == "runs_pu_chart" for c in at.get("plotly_chart"))
+
+
+def _finished_tabular_run(runs_root) -> tuple[str, dict]:
+    """A finished breast_cancer run whose metrics come from the real evaluator (scored on
+    a slice of the real training records: only the display is under test here)."""
+    from engine.data import load
+    from engine.evaluate import full_evaluation
+
+    data = load("breast_cancer")
+    scores = full_evaluation(data.x_train[:200], data.y_train[:200], data, models=("logreg",))
+    store = RunStore(runs_root)
+    rid = store.create_run(RunConfig(dataset="breast_cancer", epsilon=2.0))
+    store.mark_running(rid)
+    store.finish(rid, RunStatus.FINISHED, metrics=scores)
+    store.close()
+    return rid, scores
+
+
+def test_tabular_scores_show_in_the_playground_and_the_runs_table(runs_root):
+    rid, scores = _finished_tabular_run(runs_root)
+    assert {"synthetic/logreg/roc_auc", "synthetic/logreg/f1_macro"} <= set(scores)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["pg_run"] = rid
+    at.run()
+    assert not at.exception
+    summary = at.table[0].value.set_index("score")
+    assert summary.loc["LogReg ROC-AUC", "trained on synthetic → real test"] == pytest.approx(
+        scores["synthetic/logreg/roc_auc"], abs=5e-5)
+    assert summary.loc["LogReg F1 (macro)", "trained on synthetic → real test"] == pytest.approx(
+        scores["synthetic/logreg/f1_macro"], abs=5e-5)
+
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("run")
+    assert table.loc[rid, "LogReg ROC-AUC"] == pytest.approx(scores["synthetic/logreg/roc_auc"])
+    assert table.loc[rid, "LogReg F1 (macro)"] == pytest.approx(scores["synthetic/logreg/f1_macro"])
+    at.selectbox(key="runs_metric").set_value("synthetic/logreg/roc_auc").run()
+    assert not at.exception
+    chart = next(c for c in at.get("plotly_chart") if c.key == "runs_pu_chart")
+    assert "ROC-AUC" in chart.proto.spec
+
+
+def test_cnn_score_can_be_asked_for_on_image_data(runs_root):
+    at = app({"dpmerf_n_features": "100", "dpmerf_epochs": "1"})
+    at.checkbox(key="cnn").check().run()
+    at.button(key="pg_train").click().run()
+    assert not at.exception
+    (row,) = _queued(runs_root)
+    assert row.config.cnn_eval is True
+    at.selectbox(key="dataset").set_value("breast_cancer").run()
+    assert not [c for c in at.checkbox if c.key == "cnn"]  # images only
 
 
 def _csv(rows):
@@ -199,11 +267,11 @@ def _queued(runs_root):
     from ui.common import _jobs_for
 
     jm = _jobs_for(str(Path(runs_root).resolve()))
-    rows = [r for r in RunStore(runs_root, recover=False).list_runs() if r["sweep"] != "gallery"]
+    rows = [r for r in RunStore(runs_root, recover=False).list_runs() if r.sweep != "gallery"]
     for r in rows:
-        jm.cancel(r["id"])
+        jm.cancel(r.run_id)
     for r in rows:
-        assert jm.wait(r["id"], timeout=60).terminal
+        assert jm.wait(r.run_id, timeout=HANG_S).terminal
     return rows
 
 
@@ -216,8 +284,8 @@ def test_sweep_queues_one_run_per_epsilon_and_seed(runs_root):
     at.button(key="sweep_go").click().run()
     assert not at.exception
     rows = _queued(runs_root)
-    assert len(rows) == 4 and {r["sweep"] for r in rows} == {"my sweep"}
-    assert sorted((r["epsilon"], r["seed"]) for r in rows) == [(0.5, 0), (0.5, 1), (2.0, 0), (2.0, 1)]
+    assert len(rows) == 4 and {r.sweep for r in rows} == {"my sweep"}
+    assert sorted((r.epsilon, r.seed) for r in rows) == [(0.5, 0), (0.5, 1), (2.0, 0), (2.0, 1)]
 
 
 def test_sweep_may_vary_any_knob_and_rejects_bad_values(runs_root):
@@ -234,7 +302,7 @@ def test_sweep_may_vary_any_knob_and_rejects_bad_values(runs_root):
     at.button(key="sweep_go").click().run()
     assert not at.exception
     rows = _queued(runs_root)
-    assert sorted(r["config"]["params"]["lr"] for r in rows) == [0.005, 0.02]
+    assert sorted(r.config.params["lr"] for r in rows) == [0.005, 0.02]
 
 
 # ------------------------------------------------------------ helpers behind the pages
@@ -257,19 +325,28 @@ def test_config_from_settings_and_knob_bounds():
     assert EPSILON_CHOICES[-1] == "inf"
 
 
-def test_image_grid_and_marginals():
+def test_class_rows_and_marginals():
     x = np.random.default_rng(0).random((12, 1, 8, 8)).astype(np.float32)
-    g = image_grid(x, np.arange(12) % 3, per_row=5, scale=2)
-    assert g.dtype == np.uint8 and g.shape == (2 * (3 * 9 + 1), 2 * (5 * 9 + 1))
+    y = np.arange(12) % 3
+    g = class_rows(x, y, 3, per_class=5, scale=2)
+    # 3 rows of 16-pixel images, 5 columns, 1-pixel white padding around each.
+    assert g.dtype == np.uint8 and g.shape == (3 * 17 + 1, 5 * 17 + 1)
+    # Row k holds class k's images in order (4 of them), each upscaled 2×; the rest is white.
+    for k in range(3):
+        for j, idx in enumerate(np.flatnonzero(y == k)):
+            cell = g[1 + 17 * k: 17 * (k + 1), 1 + 17 * j: 17 * (j + 1)]
+            assert np.array_equal(cell[::2, ::2], (x[idx, 0] * 255).round().astype(np.uint8))
+        assert (g[1 + 17 * k: 17 * (k + 1), 1 + 17 * 4: 17 * 5] == 255).all()
     b = marginal_bins(np.array([0, 1, 1]), np.array([1, 1, 1]), categories=["a", "b"])
     assert list(b["real"]) == pytest.approx([1 / 3, 2 / 3]) and list(b["synthetic"]) == [0, 1]
 
 
 def test_privacy_utility_means_over_seeds():
     def row(m, e, acc, real=0.95, status="finished", params=None, seed=0):
-        return {"method": m, "epsilon": e, "accuracy": acc, "real_accuracy": real,
-                "status": status, "config": {"method": m, "dataset": "digits", "seed": seed,
-                                             "delta": 1e-5, "params": params or {}}}
+        return RunRecord(run_id=f"{m}-{e}-{seed}", status=RunStatus(status), created=0.0,
+                         config=RunConfig(method=m, epsilon=e, seed=seed, params=params or {}),
+                         metrics={"synthetic/logreg": acc, "real/logreg": real,
+                                  "synthetic/mlp": 1 - acc})
 
     pu = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8, seed=1),
                           row("dpmerf", 10.0, 0.85), row("dpmerf", math.inf, 0.9),
@@ -284,6 +361,11 @@ def test_privacy_utility_means_over_seeds():
     assert set(pu["lines"]) == {("dpmerf", "defaults"), ("dpmerf", "epochs=3"),
                                 ("datalens", "defaults")}
     assert pu["nonprivate"] == {("dpmerf", "defaults"): 0.9} and pu["real"] == pytest.approx(0.95)
+    # Any score the runs have can be the y-axis; a score with no real reference has none.
+    mlp = privacy_utility([row("dpmerf", 1.0, 0.7), row("dpmerf", 1.0, 0.8, seed=1)],
+                          "synthetic/mlp")
+    assert mlp["lines"][("dpmerf", "defaults")]["mean"] == pytest.approx([0.25])
+    assert mlp["real"] is None and mlp["metric"] == "synthetic/mlp"
 
 
 def test_demos_behave():
@@ -313,8 +395,6 @@ def test_gaussian_picture_uses_the_worst_case_neighbour_on_fixed_axes():
 
 
 def test_epsilon_and_delta_in_plain_words():
-    from engine.ui_state import privacy_in_words
-
     words = privacy_in_words(1.0, 1e-5)
     assert f"{math.exp(1):.3g}×" in words and "δ = 1e-05" in words
     assert "1:1 to 1.11:1" in privacy_in_words(0.1, 1e-5)

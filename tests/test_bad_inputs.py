@@ -193,10 +193,10 @@ def test_bad_runs_through_the_job_manager_are_never_finished(files, tmp_path):
         for name, (rid, match) in ids.items():
             status = jm.wait(rid, timeout=60)
             row = jm.store.get_run(rid)
-            assert status.value == "failed" and row["status"] == "failed", name
+            assert status.value == "failed" and row.status == "failed", name
             import re
 
-            assert re.search(match, row["message"]) and "Traceback" not in row["message"], row
+            assert re.search(match, row.message) and "Traceback" not in row.message, row
             assert set(jm.store.artifacts(rid)) <= {"config.json"}, name
         # Invalid configs never even reach the store.
         with pytest.raises(InputError):
@@ -292,7 +292,7 @@ def test_app_bad_uploads_show_one_error_and_cannot_train(runs_root):
         assert all("Traceback" not in e for e in errors)
         assert at.button(key="pg_train").disabled, name
     assert not [r for r in RunStore(runs_root, recover=False).list_runs()
-                if r["sweep"] != "gallery"]  # the precomputed gallery is loaded at start-up
+                if r.sweep != "gallery"]  # the precomputed gallery is loaded at start-up
 
 
 def test_app_bad_url_values_fall_back_without_a_traceback(runs_root):

@@ -3,6 +3,8 @@
 import pytest
 
 from engine import eta
+from engine.config import RunConfig
+from engine.records import RunRecord, RunStatus
 
 
 def _cfg(seed=0, eps=1.0, epochs=5):
@@ -23,23 +25,26 @@ def test_typical_prefers_the_same_config_then_any_epsilon():
     assert eta.Typical().total_s is None
 
 
+def _rec(run_id="r", status="running", **kw):
+    return RunRecord(run_id=run_id, config=RunConfig(), status=RunStatus(status), created=0.0,
+                     **kw)
+
+
 def test_remaining_uses_the_runs_own_rate_then_the_evaluation():
     usual = eta.Typical(train_s=100.0, eval_s=10.0)
-    row = {"status": "running", "phase": "train", "step": 25, "total": 100, "started": 0.0}
+    row = _rec(phase="train", step=25, total=100, started=0.0)
     assert eta.remaining_s(row, usual, now=20.0) == pytest.approx(60.0 + 10.0)
-    row = {**row, "phase": "evaluate", "eval_started": 30.0}
+    row = _rec(phase="evaluate", step=25, total=100, started=0.0, eval_started=30.0)
     assert eta.remaining_s(row, usual, now=34.0) == pytest.approx(6.0)
     assert eta.remaining_s(row, eta.Typical(100.0, None), now=34.0) is None
-    assert eta.remaining_s({"status": "queued"}, usual) == 110.0
+    assert eta.remaining_s(_rec(status="queued"), usual) == 110.0
     assert eta.evaluation_progress(row, usual, now=34.0) == (4.0, pytest.approx(0.4))
     assert eta.evaluation_progress(row, usual, now=99.0)[1] == 0.99  # never "done" early
 
 
 def test_queue_plan_chains_runs_per_device():
-    active = [{"id": "r", "status": "running", "device": "cpu"},
-              {"id": "q1", "status": "queued", "device": "cpu"},
-              {"id": "g", "status": "queued", "device": "cuda:0"},
-              {"id": "q2", "status": "queued", "device": "cpu"}]
+    active = [_rec("r", "running", device="cpu"), _rec("q1", "queued", device="cpu"),
+              _rec("g", "queued", device="cuda:0"), _rec("q2", "queued", device="cpu")]
     plan = eta.queue_plan(active, slots_per_device=1, remaining=lambda r: 30.0,
                           duration=lambda r: 20.0)
     assert plan["r"] == eta.Slot(None, 0.0, 30.0)

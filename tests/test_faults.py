@@ -46,9 +46,9 @@ def _consistent(store: RunStore, rid: str) -> dict:
     steps = [s for s, _ in hist.get("loss", [])]
     assert steps == sorted(steps), "metric steps went backwards"
     if steps:
-        assert row["step"] >= steps[-1]
-    if row["status"] in ("finished", "cancelled", "failed", "interrupted"):
-        assert row["ended"] is not None and row["ended"] >= row["created"]
+        assert row.step >= steps[-1]
+    if row.status in ("finished", "cancelled", "failed", "interrupted"):
+        assert row.ended is not None and row.ended >= row.created
     return row
 
 
@@ -65,14 +65,14 @@ def test_cancel_mid_run_leaves_a_consistent_store(tmp_path):
         assert jm.cancel(rid)
         assert jm.wait(rid, timeout=60) == RunStatus.CANCELLED
         row = _consistent(jm.store, rid)
-        assert row["status"] == "cancelled" and 5 <= row["step"] < row["total"]
+        assert row.status == "cancelled" and 5 <= row.step < row.total
         metrics = json.loads((tmp_path / rid / "metrics.json").read_text())
         assert metrics["status"] == "cancelled"  # never written up as finished
         assert metrics["epsilon_spent"] <= 1.0 + 1e-9  # the release happened and counted
         assert not jm.store.list_runs(status="finished")
         # A later process opening the store leaves the terminal row alone.
         again = RunStore(tmp_path, stale_after_s=0.0).get_run(rid)
-        assert again["status"] == "cancelled" and again["step"] == row["step"]
+        assert again.status == "cancelled" and again.step == row.step
     finally:
         jm.shutdown()
     assert _integrity(tmp_path) == "ok"
@@ -118,10 +118,10 @@ def _kill_mid_run(root: Path, *, whole_group: bool) -> tuple[str, dict, dict, li
         deadline = time.time() + 120
         while time.time() < deadline:
             row = watcher.get_run(rid)
-            if row["status"] == "running" and row["step"] >= 5:
+            if row.status == "running" and row.step >= 5:
                 break
             time.sleep(0.1)
-        trainer = int(watcher.get_run(rid)["owner"].split(":")[0])
+        trainer = int(watcher.get_run(rid).owner.split(":")[0])
         worker = int((root / "worker.pid").read_text().split(":")[0])
         assert len({proc.pid, worker, trainer}) == 3  # three processes, training in the last
         if whole_group:
@@ -140,20 +140,20 @@ def _kill_mid_run(root: Path, *, whole_group: bool) -> tuple[str, dict, dict, li
     before = watcher.get_run(rid)
     history = watcher.metric_history(rid)
     watcher.close()
-    assert before["step"] >= 5
+    assert before.step >= 5
     return rid, before, history, [proc.pid, worker, trainer]
 
 
 def test_sigkill_of_everything_then_restart_lists_it_interrupted_with_last_metrics(tmp_path):
     rid, before, history, _ = _kill_mid_run(tmp_path, whole_group=True)
-    assert before["status"] == "running"  # nobody was left to say otherwise
+    assert before.status == "running"  # nobody was left to say otherwise
     jm = JobManager(RunStore(tmp_path), full_eval=False)  # exactly what the app does
     try:
         row = _consistent(jm.store, rid)
-        assert row["status"] == "interrupted" and "interrupted" in row["message"]
-        assert row["step"] == before["step"] and row["epsilon_spent"] == before["epsilon_spent"]
+        assert row.status == "interrupted" and "interrupted" in row.message
+        assert row.step == before.step and row.epsilon_spent == before.epsilon_spent
         assert jm.store.metric_history(rid) == history  # last metrics kept
-        assert math.isfinite(row["epsilon_spent"]) and row["epsilon_spent"] <= 1.0
+        assert math.isfinite(row.epsilon_spent) and row.epsilon_spent <= 1.0
         assert not (tmp_path / rid / "metrics.json").exists()  # no finished write-up
         assert jm.status(rid) == RunStatus.INTERRUPTED
         assert rid not in jm.active()
@@ -165,10 +165,10 @@ def test_sigkill_of_everything_then_restart_lists_it_interrupted_with_last_metri
 def test_sigkill_of_the_app_ends_its_training_as_interrupted(tmp_path):
     rid, before, history, _ = _kill_mid_run(tmp_path, whole_group=False)
     # The worker saw its app go, stopped the trainer and said so.
-    assert before["status"] == "interrupted" and "the app that started it stopped" in \
-        before["message"]
+    assert before.status == "interrupted" and "the app that started it stopped" in \
+        before.message
     row = _consistent(RunStore(tmp_path), rid)
-    assert row["status"] == "interrupted" and row["step"] == before["step"]
+    assert row.status == "interrupted" and row.step == before.step
     assert not (tmp_path / rid / "metrics.json").exists()
     assert _integrity(tmp_path) == "ok"
 
@@ -185,16 +185,16 @@ def test_four_concurrent_jobs_finish_with_separate_correct_results(tmp_path):
     try:
         ids = [jm.submit(c) for c in configs]
         statuses = [jm.wait(r, timeout=180) for r in ids]
-        assert statuses == [RunStatus.FINISHED] * 4, [jm.store.get_run(r)["message"] for r in ids]
+        assert statuses == [RunStatus.FINISHED] * 4, [jm.store.get_run(r).message for r in ids]
         # They did train at the same time: the most runs between their trainer's start
         # and their end at any moment.
         rows = [jm.store.get_run(r) for r in ids]
-        edges = sorted([(r["started"], 1) for r in rows] + [(r["ended"], -1) for r in rows])
+        edges = sorted([(r.started, 1) for r in rows] + [(r.ended, -1) for r in rows])
         at_once = max(accumulate(d for _, d in edges))
         assert at_once >= 2, rows
         for rid, cfg in zip(ids, configs):
             row = _consistent(jm.store, rid)
-            assert RunConfig.from_dict(row["config"]) == cfg
+            assert row.config == cfg
             d = tmp_path / rid
             assert RunConfig.from_dict(json.loads((d / "config.json").read_text())) == cfg
             metrics = json.loads((d / "metrics.json").read_text())
@@ -202,9 +202,9 @@ def test_four_concurrent_jobs_finish_with_separate_correct_results(tmp_path):
             if cfg.private:
                 assert metrics["epsilon_spent"] == pytest.approx(cfg.epsilon, rel=1e-3)
                 assert metrics["epsilon_spent"] <= cfg.epsilon + 1e-12
-                assert row["epsilon_spent"] == pytest.approx(metrics["epsilon_spent"])
+                assert row.epsilon_spent == pytest.approx(metrics["epsilon_spent"])
             else:
-                assert metrics["epsilon_spent"] == "inf" and row["epsilon_spent"] is None
+                assert metrics["epsilon_spent"] == "inf" and row.epsilon_spent is None
             with np.load(d / "synthetic.npz") as z:  # each run wrote its own output
                 assert z["x"].shape == (cfg.n_synthetic, 1, 8, 8)
                 assert z["y"].shape == (cfg.n_synthetic,)
@@ -259,8 +259,8 @@ def test_concurrent_writers_threads_and_processes_never_corrupt_the_store(tmp_pa
     for rid in ids[:3]:
         hist = fresh.metric_history(rid)["proc"]
         assert [v for _, v in hist] == [float(s) for s in range(WRITES)]
-        assert fresh.get_run(rid)["step"] == WRITES - 1
+        assert fresh.get_run(rid).step == WRITES - 1
     for rid in ids[3:]:
         assert len(fresh.metric_history(rid)["thread"]) == WRITES
         row = fresh.get_run(rid)
-        assert row["status"] == "finished" and row["accuracy"] == 0.5
+        assert row.status == "finished" and row.metrics == {"synthetic/logreg": 0.5}

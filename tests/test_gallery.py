@@ -42,14 +42,16 @@ def test_loader_adds_each_run_once(built, tmp_path):
     again = RunStore(tmp_path / "runs")
     assert gallery.load_into(again, out) == []
     rows = again.list_runs()
-    assert len(rows) == len(configs) and {r["sweep"] for r in rows} == {gallery.SWEEP}
+    assert len(rows) == len(configs) and {r.sweep for r in rows} == {gallery.SWEEP}
     for r in rows:
-        metrics = json.loads((out / r["id"][len(gallery.ID_PREFIX):] / "metrics.json").read_text())
-        assert r["status"] == "finished"
-        assert r["accuracy"] == pytest.approx(metrics["accuracy"]["synthetic/logreg"])
-        assert set(again.artifacts(r["id"])) == set(gallery.KEEP)
-    private = next(r for r in rows if math.isfinite(r["epsilon"]))
-    assert 0.99 < private["epsilon_spent"] <= 1.0
+        metrics = json.loads((out / r.run_id[len(gallery.ID_PREFIX):] / "metrics.json").read_text())
+        assert r.status == "finished"
+        # Every score of metrics.json, not one fixed column.
+        assert r.metrics == pytest.approx(metrics["accuracy"])
+        assert r.headline == metrics["accuracy"]["synthetic/logreg"]
+        assert set(again.artifacts(r.run_id)) == set(gallery.KEEP)
+    private = next(r for r in rows if math.isfinite(r.epsilon))
+    assert 0.99 < private.epsilon_spent <= 1.0
 
 
 def test_plan_covers_each_method_and_epsilon_on_digits():

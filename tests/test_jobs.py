@@ -57,10 +57,10 @@ def test_real_tiny_run_finishes_in_another_process(real):
     rid = real.submit(TINY)
     assert real.wait(rid, timeout=180) == RunStatus.FINISHED
     row = real.store.get_run(rid)
-    assert row["status"] == "finished" and row["message"]
+    assert row.status == "finished" and row.message
     # The row names the process that trained it: not this one.
-    assert int(row["owner"].split(":")[0]) != os.getpid()
-    assert 0 < row["epsilon_spent"] <= 1.0 + 1e-9  # never more than the target
+    assert int(row.owner.split(":")[0]) != os.getpid()
+    assert 0 < row.epsilon_spent <= 1.0 + 1e-9  # never more than the target
     hist = real.store.metric_history(rid)
     assert hist["epsilon_spent"] and hist["loss"]
     names = set(real.store.artifacts(rid))
@@ -79,7 +79,7 @@ def test_cancel_a_running_real_job(real):
     t0 = time.time()
     assert real.wait(rid, timeout=10) == RunStatus.CANCELLED
     assert time.time() - t0 < 2.0
-    assert real.store.get_run(rid)["status"] == "cancelled"
+    assert real.store.get_run(rid).status == "cancelled"
     snap = real.snapshot(rid)
     assert snap.step < snap.total
 
@@ -87,7 +87,7 @@ def test_cancel_a_running_real_job(real):
 def test_bad_params_fail_with_the_engine_message(real):
     rid = real.submit(RunConfig(dataset="digits", device="cpu", params={"n_features": 3}))
     assert real.wait(rid, timeout=120) == RunStatus.FAILED
-    msg = real.store.get_run(rid)["message"]
+    msg = real.store.get_run(rid).message
     assert "n_features" in msg and "Traceback" not in msg
 
 
@@ -107,7 +107,7 @@ def test_training_runs_in_a_worker_process_not_the_caller(jm):
     trainer, worker = pids(jm.store.artifact_dir(rid))
     assert trainer != os.getpid() and worker != os.getpid()
     assert trainer != worker  # the worker hands each run to a trainer process
-    assert int(jm.store.get_run(rid)["owner"].split(":")[0]) == trainer
+    assert int(jm.store.get_run(rid).owner.split(":")[0]) == trainer
 
 
 def test_one_job_per_device_at_a_time_in_fifo_order(jm):
@@ -116,7 +116,7 @@ def test_one_job_per_device_at_a_time_in_fifo_order(jm):
     spans = [times(jm.store.artifact_dir(i)) for i in ids]
     for (_, end), (start, _) in zip(spans, spans[1:]):
         assert end <= start  # never two at once, in submission order
-    assert jm.store.get_run(ids[0])["accuracy"] == 0.6
+    assert jm.store.get_run(ids[0]).metrics["synthetic/logreg"] == 0.6
 
 
 def test_queue_positions_and_estimates(jm):
@@ -169,7 +169,7 @@ def test_stop_takes_effect_within_two_seconds_even_in_a_long_step(jm):
     assert jm.wait(rid, timeout=10) == RunStatus.CANCELLED
     took = time.time() - t0
     assert STOP_GRACE_S <= took < 2.0, took  # it had to be killed: the step ignores stop
-    assert "stopped by the user" in jm.store.get_run(rid)["message"]
+    assert "stopped by the user" in jm.store.get_run(rid).message
     # The next run starts at once on the freed slot.
     assert jm.wait(jm.submit(fake(seed=501)), timeout=30) == RunStatus.FINISHED
 
@@ -179,7 +179,7 @@ def test_identical_config_and_seed_reuses_the_finished_run(jm):
     assert not first.reused and jm.wait(first.run_id, timeout=60) == RunStatus.FINISHED
     again = jm.request(fake(seed=600))
     assert again == (first.run_id, True)
-    assert len(jm.store.list_runs()) == len({r["id"] for r in jm.store.list_runs()})
+    assert len(jm.store.list_runs()) == len({r.run_id for r in jm.store.list_runs()})
     other = jm.request(fake(seed=601))  # another seed is another run
     assert not other.reused and other.run_id != first.run_id
     forced = jm.request(fake(seed=600), reuse=False)
@@ -192,14 +192,14 @@ def test_crash_is_failed_never_finished(jm):
     rid = jm.submit(fake(seed=700, do="crash"))
     assert jm.wait(rid, timeout=60) == RunStatus.FAILED
     row = jm.store.get_run(rid)
-    assert row["message"] == "RuntimeError: boom" and row["accuracy"] == 0.2
+    assert row.message == "RuntimeError: boom" and row.metrics["probe/logreg"] == 0.2
     assert "Traceback" in (jm.store.artifact_dir(rid) / "error.txt").read_text()
 
 
 def test_iterator_without_done_is_failed(jm):
     rid = jm.submit(fake(seed=701, do="no_done"))
     assert jm.wait(rid, timeout=60) == RunStatus.FAILED
-    assert "without a final 'done'" in jm.store.get_run(rid)["message"]
+    assert "without a final 'done'" in jm.store.get_run(rid).message
 
 
 def test_a_killed_trainer_is_failed_and_the_queue_goes_on(jm):
@@ -208,7 +208,7 @@ def test_a_killed_trainer_is_failed_and_the_queue_goes_on(jm):
     trainer, _ = pids(jm.store.artifact_dir(rid))
     os.kill(trainer, 9)
     assert jm.wait(rid, timeout=10) == RunStatus.FAILED
-    assert "ended without a result (exit code -9)" in jm.store.get_run(rid)["message"]
+    assert "ended without a result (exit code -9)" in jm.store.get_run(rid).message
     assert jm.wait(jm.submit(fake(seed=703)), timeout=30) == RunStatus.FINISHED
 
 
@@ -226,7 +226,7 @@ def test_cancel_while_queued_never_starts(jm):
 def test_trainer_leaves_the_server_a_core(jm):
     rid = jm.submit(fake(seed=900, do="threads"))
     assert jm.wait(rid, timeout=60) == RunStatus.FINISHED
-    threads = jm.store.get_run(rid)["summary"]["threads"]
+    threads = jm.store.get_run(rid).metrics["threads"]
     assert threads == max(1, (os.cpu_count() or 2) - 1)
 
 
@@ -249,7 +249,7 @@ def test_heartbeat_keeps_live_runs_from_being_recovered(jm):
     _wait_for(lambda: jm.status(rid) == RunStatus.RUNNING)
     time.sleep(0.5)
     # Another process opening the store now sees a fresh heartbeat: not stale.
-    assert RunStore(jm.store.root, stale_after_s=0.3).get_run(rid)["status"] == "running"
+    assert RunStore(jm.store.root, stale_after_s=0.3).get_run(rid).status == "running"
     (jm.store.root / "open-1100").touch()
     assert jm.wait(rid, timeout=30) == RunStatus.FINISHED
-    assert math.isfinite(jm.store.get_run(rid)["heartbeat"])
+    assert math.isfinite(jm.store.get_run(rid).heartbeat)

@@ -1,5 +1,6 @@
 """Run store: status lifecycle, metrics, restart recovery, deletion, thread safety."""
 
+import json
 import math
 import sqlite3
 import threading
@@ -9,7 +10,8 @@ import pytest
 
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.store import TERMINAL, RunStatus, RunStore, headline_accuracy
+from engine.records import RunRecord, headline_key
+from engine.store import TERMINAL, RunStatus, RunStore
 
 
 def test_create_list_get_roundtrip(tmp_path):
@@ -17,13 +19,13 @@ def test_create_list_get_roundtrip(tmp_path):
     a = store.create_run(RunConfig(epsilon=1.0, seed=3))
     b = store.create_run(RunConfig(method="datalens", epsilon=math.inf), sweep="s1")
     rows = store.list_runs()
-    assert [r["id"] for r in rows] == [b, a]  # newest first
+    assert [r.run_id for r in rows] == [b, a]  # newest first
     ra = store.get_run(a)
-    assert ra["status"] == "queued" and ra["seed"] == 3 and ra["epsilon"] == 1.0
-    assert ra["config"]["method"] == "dpmerf"
-    assert math.isinf(store.get_run(b)["epsilon"])  # inf survives SQLite (stored as NULL)
-    assert [r["id"] for r in store.list_runs(method="datalens")] == [b]
-    assert [r["id"] for r in store.list_runs(sweep="s1")] == [b]
+    assert isinstance(ra, RunRecord) and ra.config == RunConfig(epsilon=1.0, seed=3)
+    assert ra.status == "queued" and ra.seed == 3 and ra.epsilon == 1.0 and ra.metrics == {}
+    assert math.isinf(store.get_run(b).epsilon)  # inf survives SQLite (stored as NULL)
+    assert [r.run_id for r in store.list_runs(method="datalens")] == [b]
+    assert [r.run_id for r in store.list_runs(sweep="s1")] == [b]
     assert (tmp_path / a / "config.json").read_text() == RunConfig(epsilon=1.0, seed=3).to_json()
 
 
@@ -36,15 +38,19 @@ def test_progress_and_finish_keep_metrics(tmp_path):
                           values={"loss": 0.2, "probe/logreg": 0.4},
                           metrics={"probe/logreg": 0.4})
     row = store.get_run(rid)
-    assert (row["step"], row["total"], row["accuracy"]) == (5, 10, 0.4)
+    assert (row.step, row.total, row.metrics, row.headline) == (5, 10, {"probe/logreg": 0.4}, 0.4)
     hist = store.metric_history(rid)
     assert hist["loss"] == [(1, 0.5), (5, 0.2)]
     store.finish(rid, RunStatus.FINISHED,
-                 metrics={"synthetic/logreg": 0.75, "real/logreg": 0.96, "note": "x"})
+                 metrics={"synthetic/logreg": 0.75, "real/logreg": 0.96,
+                          "synthetic/logreg/roc_auc": 0.81, "synthetic/rf/roc_auc": math.nan,
+                          "note": "x"})
     row = store.get_run(rid)
-    assert row["status"] == "finished" and row["ended"] >= row["started"]
-    assert (row["accuracy"], row["real_accuracy"]) == (0.75, 0.96)
-    assert row["summary"]["note"] == "x"
+    assert row.status == "finished" and row.ended >= row.started
+    # Every numeric score the evaluator returned, no fixed columns; notes and NaN left out.
+    assert row.metrics == {"synthetic/logreg": 0.75, "real/logreg": 0.96,
+                           "synthetic/logreg/roc_auc": 0.81}
+    assert row.headline == 0.75
 
 
 def test_finish_needs_terminal_status(tmp_path):
@@ -66,18 +72,18 @@ def test_restart_marks_stale_runs_interrupted_and_keeps_finished(tmp_path):
                           metrics={"probe/logreg": 0.33})
     queued = store.create_run(RunConfig())
     # A process that just heartbeat is alive: a new store must leave its runs alone.
-    assert RunStore(tmp_path).get_run(dead)["status"] == "running"
+    assert RunStore(tmp_path).get_run(dead).status == "running"
     # "The old process died": its rows now name an owner that no longer exists.
     con = sqlite3.connect(tmp_path / "runs.db")
     con.execute("UPDATE runs SET owner='999999999:0' WHERE id IN (?, ?)", (dead, queued))
     con.commit()
     con.close()
     reopened = RunStore(tmp_path)  # at once: no need to wait for the heartbeat to go stale
-    assert reopened.get_run(dead)["status"] == "interrupted"
-    assert reopened.get_run(dead)["accuracy"] == 0.33  # last metrics kept
-    assert "interrupted" in reopened.get_run(dead)["message"]
-    assert reopened.get_run(queued)["status"] == "interrupted"
-    assert reopened.get_run(done)["status"] == "finished"
+    assert reopened.get_run(dead).status == "interrupted"
+    assert reopened.get_run(dead).metrics == {"probe/logreg": 0.33}  # last metrics kept
+    assert "interrupted" in reopened.get_run(dead).message
+    assert reopened.get_run(queued).status == "interrupted"
+    assert reopened.get_run(done).status == "finished"
     assert reopened.metric_history(dead)["loss"] == [(3, 1.0)]
 
 
@@ -88,9 +94,9 @@ def test_rows_without_owner_fall_back_to_the_heartbeat(tmp_path):
     con.execute("UPDATE runs SET owner=NULL WHERE id=?", (rid,))
     con.commit()
     con.close()
-    assert RunStore(tmp_path).get_run(rid)["status"] == "queued"  # fresh heartbeat
+    assert RunStore(tmp_path).get_run(rid).status == "queued"  # fresh heartbeat
     time.sleep(0.05)
-    assert RunStore(tmp_path, stale_after_s=0.01).get_run(rid)["status"] == "interrupted"
+    assert RunStore(tmp_path, stale_after_s=0.01).get_run(rid).status == "interrupted"
 
 
 def test_delete_removes_row_metrics_and_folder(tmp_path):
@@ -128,15 +134,15 @@ def test_concurrent_writers(tmp_path):
         t.join()
     assert not errors
     assert all(len(store.metric_history(i)["loss"]) == 50 for i in ids)
-    assert {r["status"] for r in store.list_runs()} == {"finished"}
+    assert {r.status for r in store.list_runs()} == {RunStatus.FINISHED}
 
 
-def test_headline_accuracy_prefers_logreg():
-    assert headline_accuracy({"synthetic/mlp": 0.8, "synthetic/logreg": 0.7,
-                              "real/logreg": 0.9, "synthetic/logreg/f1": 0.1}) == (0.7, 0.9)
-    assert headline_accuracy({"synthetic/mlp": 0.8}) == (0.8, None)
-    assert headline_accuracy({"probe/logreg": 0.3}) == (0.3, None)
-    assert headline_accuracy({}) == (None, None)
+def test_headline_prefers_logreg_accuracy_then_other_classifiers_then_probes():
+    assert headline_key({"synthetic/mlp": 0.8, "synthetic/logreg": 0.7, "real/logreg": 0.9,
+                         "synthetic/logreg/f1_macro": 0.1}) == "synthetic/logreg"
+    assert headline_key({"synthetic/mlp/roc_auc": 0.9, "synthetic/mlp": 0.8}) == "synthetic/mlp"
+    assert headline_key({"probe/logreg": 0.3, "loss": 2.0}) == "probe/logreg"
+    assert headline_key({"real/logreg": 0.9}) is None
 
 
 def test_claim_takes_the_oldest_queued_run_of_a_free_device_once(tmp_path):
@@ -146,10 +152,10 @@ def test_claim_takes_the_oldest_queued_run_of_a_free_device_once(tmp_path):
     b = store.create_run(RunConfig(seed=3), device="cpu")
     assert store.claim_next(full={"cpu"}) == (g, "cuda:0")  # cpu busy: skip its queue
     assert store.claim_next() == (a, "cpu")  # FIFO within a queue
-    assert store.get_run(a)["status"] == "running"
+    assert store.get_run(a).status == "running"
     assert store.request_stop(b) == RunStatus.CANCELLED  # queued: cancelled at once
     assert store.claim_next() is None  # nothing left: b never starts
-    assert store.get_run(b)["message"] == "cancelled before it started"
+    assert store.get_run(b).message == "cancelled before it started"
 
 
 def test_stop_request_of_a_running_run_is_left_for_its_worker(tmp_path):
@@ -162,7 +168,7 @@ def test_stop_request_of_a_running_run_is_left_for_its_worker(tmp_path):
     assert store.finish(rid, RunStatus.CANCELLED, if_active=True)
     # Whoever records the end first wins; a later finish(if_active) changes nothing.
     assert not store.finish(rid, RunStatus.FAILED, if_active=True)
-    assert store.get_run(rid)["status"] == "cancelled"
+    assert store.get_run(rid).status == "cancelled"
     assert store.request_stop(rid) is None  # already over
 
 
@@ -185,14 +191,28 @@ def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
                 "config TEXT NOT NULL, step INTEGER DEFAULT 0, total INTEGER DEFAULT 0, "
                 "epsilon_spent REAL, accuracy REAL, real_accuracy REAL, summary TEXT, "
                 "message TEXT)")
-    con.execute("INSERT INTO runs (id, created, status, method, dataset, config) VALUES "
-                "('old', 1.0, 'finished', 'dpmerf', 'digits', ?)", (RunConfig().to_json(),))
+    # An old row: hard-wired accuracy columns, the same figures in its summary JSON, and
+    # a config saved before any later RunConfig field existed.
+    old_config = {k: v for k, v in RunConfig(seed=2).to_dict().items()
+                  if k in ("method", "dataset", "epsilon", "delta", "seed", "device",
+                           "n_synthetic", "data_options", "params")}
+    con.execute("INSERT INTO runs (id, created, ended, status, method, dataset, seed, config, "
+                "accuracy, real_accuracy, summary) VALUES "
+                "('old', 1.0, 2.0, 'finished', 'dpmerf', 'digits', 2, ?, 0.7, 0.9, ?)",
+                (json.dumps(old_config), json.dumps({"synthetic/logreg": 0.7,
+                                                     "real/logreg": 0.9, "note": "kept?"})))
     con.commit()
     con.close()
     store = RunStore(tmp_path)
     row = store.get_run("old")
-    assert row["status"] == "finished" and row["session"] is None and row["device"] is None
+    assert row.status == "finished" and row.session is None and row.device == "cpu"
+    assert row.metrics == {"synthetic/logreg": 0.7, "real/logreg": 0.9}
     assert store.claim_next() is None
+    assert store.find_finished(RunConfig(seed=2)) == "old"  # still reused
+    # New runs are written without the old columns and read back the same way.
+    rid = store.create_run(RunConfig(seed=5))
+    store.finish(rid, RunStatus.FINISHED, metrics={"synthetic/logreg": 0.6})
+    assert store.get_run(rid).metrics == {"synthetic/logreg": 0.6}
 
 
 def test_runs_live_outside_the_checkout_by_default(monkeypatch, tmp_path):

@@ -1,6 +1,7 @@
-"""Draws one run from its job snapshot (read from the store): queue position and the
-estimated start and finish while queued, step progress while training, its own
-"evaluating…" progress at the end, then curves, samples and the final accuracy.
+"""Draws one run from its job snapshot (a RunRecord plus curves, samples and estimates,
+engine/jobs.py): queue position and the estimated start and finish while queued, step
+progress while training, its own "evaluating…" progress at the end, then curves,
+samples and every score the evaluator returned.
 
 Used by the Playground's polling fragment. Reads only; never starts or stops anything.
 Estimates are labelled as such; they come from engine/eta.py, smoothed between polls.
@@ -10,30 +11,31 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.store import RunStatus
-from engine.ui_state import format_epsilon, grid_scale, image_grid, marginal_bins
+from engine.jobs import JobSnapshot
+from engine.records import RunStatus, headline_key, real_key
+from engine.render import class_rows, grid_scale
+from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_key
+from ui.marginals import marginal_bins
+from ui.runs_table import metric_keys, metric_label
 
 _BADGE = {"queued": ":orange-badge[queued]", "running": ":blue-badge[training]",
           "finished": ":green-badge[finished]", "failed": ":red-badge[failed]",
           "cancelled": ":gray-badge[cancelled]", "interrupted": ":orange-badge[interrupted]"}
 
 
-def run_view(jobs, run_id: str) -> dict | None:
-    """Everything `draw` needs about one run, from one snapshot of the store."""
+def draw_run(jobs, run_id: str) -> JobSnapshot | None:
+    """Draw one run from one snapshot of the store; returns that snapshot (None: the run
+    is not in the store, and nothing is drawn)."""
     snap = jobs.snapshot(run_id)
-    if snap is None:
-        return None
-    return {"run_id": snap.run_id, "status": snap.status, "step": snap.step,
-            "total": snap.total, "epsilon_spent": snap.epsilon_spent,
-            "eps_curve": snap.eps_curve, "loss_curve": snap.loss_curve,
-            "metrics": snap.metrics, "message": snap.message, "samples": snap.samples,
-            "probe_curve": snap.probe_curve, "config": snap.config.to_dict(),
-            "owner": jobs.owner_label(snap.session), "snap": snap,
-            "artifacts": jobs.store.artifacts(snap.run_id) if snap.status.terminal else {}}
+    if snap is not None:
+        draw(snap, owner=jobs.owner_label(snap.session),
+             artifacts=jobs.store.artifacts(run_id) if snap.status.terminal else {})
+    return snap
 
 
 MAX_POINTS = 200  # curves are thinned to this many points: the page polls each second
@@ -55,10 +57,9 @@ def _seconds(s: float) -> str:
     return f"{m} min" if m < 60 else f"{m // 60} h {m % 60} min"
 
 
-def _progress(view: dict) -> None:
+def _progress(snap: JobSnapshot) -> None:
     """Queue position, training progress or evaluation progress, with estimates."""
-    snap, status = view["snap"], view["status"]
-    total, step = view["total"], view["step"]
+    status, total, step = snap.status, snap.total, snap.step
     if status == RunStatus.QUEUED:
         ahead = snap.position - 1 if snap.position else 0
         text = (f"queued · position {snap.position} "
@@ -86,70 +87,69 @@ def _progress(view: dict) -> None:
     st.progress(frac, text=text)
 
 
-def draw(view: dict) -> None:
-    cfg = view["config"]
-    status = view["status"]
-    eps_target = cfg["epsilon"]
-    st.markdown(f"**Run `{view['run_id']}`** · {cfg['method']} on {cfg['dataset']} · "
-                f"target ε = {format_epsilon(float(eps_target))}, δ = {cfg['delta']:g} · "
-                f"{_BADGE.get(status.value, status.value)} · started by {view['owner']}")
+def draw(snap: JobSnapshot, *, owner: str, artifacts: dict) -> None:
+    """The run's header, progress, curves, samples and, once finished, its scores."""
+    cfg, status = snap.config, snap.status
+    st.markdown(f"**Run `{snap.run_id}`** · {cfg.method} on {cfg.dataset} · "
+                f"target ε = {format_epsilon(cfg.epsilon)}, δ = {cfg.delta:g} · "
+                f"{_BADGE.get(status.value, status.value)} · started by {owner}")
     if status == RunStatus.FAILED:
-        st.error(view["message"] or "the run failed", icon="⚠️")
-    elif view["message"] and status.terminal and status != RunStatus.FINISHED:
-        st.warning(view["message"])
+        st.error(snap.message or "the run failed", icon="⚠️")
+    elif snap.message and status.terminal and status != RunStatus.FINISHED:
+        st.warning(snap.message)
 
-    _progress(view)
+    _progress(snap)
 
-    m = view["metrics"]
-    acc_key = next((k for k in ("synthetic/logreg", "probe/logreg") if k in m),
-                   next((k for k in m if k.startswith(("synthetic/", "probe"))), None))
+    acc_key = headline_key(snap.metrics)
     c1, c2, c3 = st.columns(3)
-    spent = view["epsilon_spent"]
+    spent = snap.epsilon_spent
     c1.metric("ε spent", "—" if spent is None else format_epsilon(float(spent)),
               help="From engine.privacy (autodp); never more than the target.")
-    last_loss = view["loss_curve"][-1][1] if view["loss_curve"] else None
+    last_loss = snap.loss_curve[-1][1] if snap.loss_curve else None
     c2.metric("loss", "—" if last_loss is None else f"{last_loss:.4g}")
-    c3.metric("accuracy on real test data", "—" if acc_key is None else f"{m[acc_key]:.3f}",
+    c3.metric("accuracy on real test data",
+              "—" if acc_key is None else f"{snap.metrics[acc_key]:.3f}",
               help=f"{acc_key or 'classifier'} trained on synthetic data, tested on real data.")
 
     left, right = st.columns(2)
     with left:
-        if view["eps_curve"]:
-            xs, ys = zip(*_thin(view["eps_curve"]))
+        if snap.eps_curve:
+            xs, ys = zip(*_thin(snap.eps_curve))
             ys = [y if math.isfinite(y) else None for y in ys]
             st.plotly_chart(line_figure({"ε spent": (xs, ys)}, title="Privacy budget spent",
                                         x_title="step", y_title="ε"), key="pg_eps_chart")
     with right:
-        if view["loss_curve"]:
-            xs, ys = zip(*_thin(view["loss_curve"]))
+        if snap.loss_curve:
+            xs, ys = zip(*_thin(snap.loss_curve))
             fig = line_figure({"loss": (xs, ys)}, title="Training loss", x_title="step",
                               y_title="loss")
             fig.update_yaxes(type="log")
             st.plotly_chart(fig, key="pg_loss_chart")
 
-    if view["probe_curve"]:
-        key = next(iter(view["probe_curve"][-1][1]), None)
-        pts = [(s, m[key]) for s, m in view["probe_curve"] if key in m]
+    if snap.probe_curve:
+        key = next(iter(snap.probe_curve[-1][1]), None)
+        pts = [(s, m[key]) for s, m in snap.probe_curve if key in m]
         if pts:
             xs, ys = zip(*pts)
             st.plotly_chart(line_figure({key: (xs, ys)}, title="Quick probe: accuracy on real "
                                         "test data while training", x_title="step",
                                         y_title="accuracy", height=220), key="pg_probe_chart")
 
-    _draw_samples(view)
+    _draw_samples(snap, artifacts)
     if status == RunStatus.FINISHED:
-        _draw_summary(m)
+        _draw_summary(snap)
 
 
-def _draw_samples(view: dict) -> None:
-    cfg = view["config"]
-    samples = view["samples"]
-    png = view["artifacts"].get("samples.png")
-    if cfg_kind(cfg) == "image":
+def _draw_samples(snap: JobSnapshot, artifacts: dict) -> None:
+    cfg = snap.config
+    samples = snap.samples
+    png = artifacts.get("samples.png")
+    if _dataset_kind(cfg.dataset) == "image":
         if samples is not None:
             x, y = samples
-            st.image(image_grid(x, y, per_row=10, scale=grid_scale(x.shape[-1])),
-                     caption=f"synthetic samples, one row per class (step {view['step']:,})")
+            n_classes = int(y.max()) + 1 if len(y) and y.max() >= 0 else 1
+            st.image(class_rows(x, np.maximum(y, 0), n_classes, scale=grid_scale(x.shape[-1])),
+                     caption=f"synthetic samples, one row per class (step {snap.step:,})")
         elif png is not None:
             st.image(str(png), caption="synthetic samples (final)")
         return
@@ -157,7 +157,7 @@ def _draw_samples(view: dict) -> None:
         if png is not None:
             st.image(str(png), caption="synthetic marginals (final)")
         return
-    data = load_dataset(cfg["dataset"], options_key(cfg.get("data_options") or {}))
+    data = load_dataset(cfg.dataset, options_key(cfg.data_options or {}))
     x, _ = samples
     names = [c.name for c in data.columns]
     col = st.selectbox("Column", names, key="pg_marginal_col")
@@ -175,24 +175,26 @@ def _draw_samples(view: dict) -> None:
     st.plotly_chart(fig, key="pg_marginal_chart")
 
 
-def cfg_kind(cfg: dict) -> str:
+def _dataset_kind(dataset: str) -> str:
     kinds = {d["name"]: d["kind"] for d in dataset_infos()}
-    return kinds.get(cfg["dataset"], "image")
+    return kinds.get(dataset, "image")
 
 
-def _draw_summary(m: dict) -> None:
+def _draw_summary(snap: JobSnapshot) -> None:
+    """Every score of the final evaluation: one row per score, synthetic-trained next to
+    the same classifier trained on real data (tabular data adds ROC-AUC and F1)."""
+    m = snap.metrics
     rows = []
-    for k, v in sorted(m.items()):
-        if k.startswith("synthetic/") and k.count("/") == 1:
-            clf = k.split("/", 1)[1]
-            real = m.get(f"real/{clf}")
-            rows.append({"classifier": clf, "trained on synthetic → real test": round(v, 4),
-                         f"trained on real → real test ({REAL_NOTE})":
-                             None if real is None else round(real, 4)})
+    for key in metric_keys([snap]):
+        real = m.get(real_key(key))
+        rows.append({"score": metric_label(key),
+                     "trained on synthetic → real test": round(m[key], 4),
+                     f"trained on real → real test ({REAL_NOTE})":
+                         None if real is None else round(real, 4)})
     if rows:
-        st.markdown("**Downstream accuracy** — the same classifier trained on synthetic "
+        st.markdown("**Downstream scores** — the same classifier trained on synthetic "
                     "data and on the real training data, both tested on real test data.")
         st.table(rows)
 
 
-__all__ = ["draw", "run_view"]
+__all__ = ["draw", "draw_run"]

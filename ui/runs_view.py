@@ -1,5 +1,5 @@
 """Pieces of Runs & Compare: the privacy–utility chart, sample grids across ε, the
-name/tag editor and the sweep panel. Numbers come from engine.ui_state / engine.tuning."""
+name/tag editor and the sweep panel. Numbers come from ui.runs_table / engine.tuning."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from engine.config import parse_epsilon
 from engine.errors import InputError
 from engine.registry import available_methods, get_method
 from engine.tuning import differing_settings, parse_values, settings_label, sweep_configs
-from engine.ui_state import EPSILON_CHOICES, epsilon_label, format_epsilon, knobs
+from engine.records import RunRecord, RunStatus
+from engine.ui_state import knobs
+from ui.choices import EPSILON_CHOICES, epsilon_label, format_epsilon
 from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, method_title,
                        show_input_error)
+from ui.runs_table import metric_label
 
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
@@ -24,7 +27,9 @@ def _config_name(method: str, settings: str) -> str:
 
 
 def pu_figure(pu: dict) -> go.Figure:
-    """Accuracy vs ε: one line (mean over seeds, band min–max) per configuration."""
+    """A score vs ε (`privacy_utility`'s metric): one line (mean over seeds, band min–max)
+    per configuration."""
+    label = metric_label(pu["metric"])
     fig = go.Figure()
     seen: dict[str, int] = {}
     for (method, settings), line in pu["lines"].items():
@@ -38,7 +43,7 @@ def pu_figure(pu: dict) -> go.Figure:
         fig.add_trace(go.Scatter(x=line["epsilon"], y=line["mean"], mode="lines+markers",
                                  name=_config_name(method, settings),
                                  line=dict(color=color, dash=dash), customdata=line["n"],
-                                 hovertemplate="ε=%{x}<br>acc=%{y:.3f}<br>%{customdata} run(s)"))
+                                 hovertemplate="ε=%{x}<br>%{y:.3f}<br>%{customdata} run(s)"))
     for (method, settings), acc in pu["nonprivate"].items():
         fig.add_hline(y=acc, line_dash="dash", line_color=PALETTE.get(method),
                       annotation_text=f"{_config_name(method, settings)}, non-private (ε = ∞)")
@@ -46,28 +51,29 @@ def pu_figure(pu: dict) -> go.Figure:
         fig.add_hline(y=pu["real"], line_dash="dot", line_color="gray",
                       annotation_text=f"trained on real data ({REAL_NOTE})")
     fig.update_xaxes(type="log", title="ε")
-    fig.update_layout(height=400, yaxis_title="accuracy on real test data",
+    fig.update_layout(height=400, yaxis_title=f"{label} on real test data",
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
 
 
-def sample_grids(store, runs: list[dict]) -> None:
-    """Per configuration, one sample grid per ε (newest finished run with a picture)."""
-    by: dict[tuple[str, str], dict[float, dict]] = {}
+def sample_grids(store, runs: list[RunRecord], metric: str) -> None:
+    """Per configuration, one sample grid per ε (newest finished run with a picture),
+    captioned with the run's `metric`."""
+    by: dict[tuple[str, str], dict[float, RunRecord]] = {}
     for r in runs:  # newest first, so the first one seen per ε is kept
-        if r["status"] != "finished":
+        if r.status != RunStatus.FINISHED:
             continue
-        group = (r["method"], settings_label(differing_settings(r["config"])))
-        by.setdefault(group, {}).setdefault(r["epsilon"], r)
+        group = (r.method, settings_label(differing_settings(r.config.to_dict())))
+        by.setdefault(group, {}).setdefault(r.epsilon, r)
     for (method, settings), per_eps in sorted(by.items()):
         st.markdown(f"**{_config_name(method, settings)}**")
         cols = st.columns(max(len(per_eps), 1))
         for col, eps in zip(cols, sorted(per_eps)):
             r = per_eps[eps]
-            png = store.artifacts(r["id"]).get("samples.png")
-            acc = "" if r["accuracy"] is None else f" · acc {r['accuracy']:.2f}"
+            png = store.artifacts(r.run_id).get("samples.png")
+            score = "" if metric not in r.metrics else f" · {r.metrics[metric]:.2f}"
             if png is not None:
-                col.image(str(png), caption=f"ε = {format_epsilon(eps)}{acc}")
+                col.image(str(png), caption=f"ε = {format_epsilon(eps)}{score}")
 
 
 def label_editor(store, run_id: str, label: dict) -> None:
