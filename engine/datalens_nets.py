@@ -4,7 +4,8 @@ conditional DCGAN-style student generator.
 Teachers follow the official code's conditional DCGAN discriminator (label maps
 concatenated at every layer): [x; y maps] → conv5×5 s2 (w1) + lReLU(0.2) → [·; y maps] →
 conv5×5 s2 (w2) + norm + lReLU → [flatten; y] → FC w3 + norm + lReLU → [·; y] → FC.
-Two deliberate departures, both documented in DESIGN.md's prototype notes:
+Two deliberate departures, both from this project's prototype (4,000 vectorised MLP
+teachers on Fashion-MNIST at ε = 1, 149 iterations, a 2-core CPU):
 
 * the last layer has one output per class and a teacher reads the output of the record's
   label (projection-style conditioning); a single logit never made the student
@@ -146,7 +147,8 @@ class Student(nn.Module):
 
     For 28×28 with widths (1024, 128): the official MNIST generator (s = 7). The input
     side must be divisible by 4. BatchNorm is used in training mode throughout (as the
-    official code), which DESIGN's prototype found essential.
+    official code): without it the prototype's student stayed at chance (LogReg .53 on
+    Fashion-MNIST with it).
     """
 
     def __init__(self, latent: int, n_classes: int, image_shape: tuple[int, int, int],

@@ -27,6 +27,7 @@ from engine.runner import prepare
 from engine.store import RunStore
 
 from apptest import open_app
+from conftest import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -191,7 +192,7 @@ def test_bad_runs_through_the_job_manager_are_never_finished(files, tmp_path):
         for name, case, match in picked:
             ids[name] = (jm.submit(RunConfig(**_config(case, files))), match)
         for name, (rid, match) in ids.items():
-            status = jm.wait(rid, timeout=60)
+            status = jm.wait(rid, timeout=HANG_S)
             row = jm.store.get_run(rid)
             assert status.value == "failed" and row.status == "failed", name
             import re
@@ -242,7 +243,7 @@ def test_cli_bad_inputs_exit_2_with_one_line(files, tmp_path):
             out = tmp_path / name
             running.append((name, out, _cli([a.format(**files) for a in args], out)))
         name, out, proc = running.pop(0)
-        stdout, stderr = proc.communicate(timeout=120)
+        stdout, stderr = proc.communicate(timeout=HANG_S)  # waits for the exit
         results[name] = (proc.returncode, stdout, stderr, out)
     for name, (rc, stdout, stderr, out) in results.items():
         lines = [ln for ln in stderr.splitlines() if ln.strip()]

@@ -6,10 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from conftest import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _engine(*args, timeout=300):
+def _engine(*args, timeout=HANG_S):
     return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -28,12 +32,17 @@ def test_train_writes_config_metrics_synthetic_and_grid(tmp_path):
     assert 3.6 < sigma < 3.9  # one release at (1, 1e-5): the exact Gaussian's 3.73
     assert "ExactGaussian" in metrics["accountant"]
     assert set(metrics["seconds"]) == {"train", "evaluate", "total"}
-    assert 0 <= metrics["accuracy"]["synthetic/logreg"] <= 1
+    # Chance is .1 on digits; these settings measured LogReg .76–.79 at ε = 1 (3 runs).
+    # The margin covers the DP noise, which is never seeded.
+    logreg = metrics["accuracy"]["synthetic/logreg"]
+    assert logreg > 0.4
     config = json.loads((out / "config.json").read_text())
     assert config["params"] == {"n_features": 300, "epochs": 5, "batch_size": 100}
     assert (out / "synthetic.npz").exists()
     assert (out / "samples.png").read_bytes()[:4] == b"\x89PNG"
-    assert "synthetic/logreg" in proc.stdout
+    printed = next(line.split() for line in proc.stdout.splitlines()
+                   if line.split()[:1] == ["synthetic/logreg"])
+    assert float(printed[1]) == pytest.approx(logreg, abs=5e-5)  # printed = saved
 
 
 def test_non_private_run_is_reported_as_such(tmp_path):

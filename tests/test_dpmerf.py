@@ -35,8 +35,8 @@ def test_digits_end_to_end_writes_artifacts(tmp_path):
     assert 0.99 < metrics["epsilon_spent"] <= 1.0
     assert "ExactGaussian" in metrics["accountant"]
     assert metrics["privacy"]["releases"][0]["name"] == "mean embedding"
-    for key in ("synthetic/logreg", "synthetic/mlp", "synthetic/rf", "real/logreg"):
-        assert 0 <= metrics["accuracy"][key] <= 1
+    assert {"synthetic/logreg", "synthetic/mlp", "synthetic/rf", "real/logreg"} <= set(metrics["accuracy"])
+    assert metrics["accuracy"]["synthetic/logreg"] > 0.4  # chance is .1; noise never seeded
     assert metrics["accuracy"]["real/logreg"] > 0.9
     npz = np.load(tmp_path / "synthetic.npz")
     assert npz["x"].shape == (metrics["n_train"], 1, 8, 8) and npz["x"].min() >= 0 and npz["x"].max() <= 1

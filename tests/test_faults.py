@@ -27,6 +27,8 @@ from engine.config import RunConfig
 from engine.jobs import JobManager
 from engine.store import RunStatus, RunStore
 
+from conftest import HANG_S
+
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = dict(n_features=300, epochs=400, batch_size=100, sample_every=5)
 
@@ -59,7 +61,7 @@ def test_cancel_mid_run_leaves_a_consistent_store(tmp_path):
     jm = JobManager(RunStore(tmp_path), full_eval=False, torch_threads=1)
     try:
         rid = jm.submit(RunConfig(dataset="digits", device="cpu", params=SLOW))
-        deadline = time.time() + 60
+        deadline = time.time() + HANG_S
         while (jm.snapshot(rid).step < 5) and time.time() < deadline:
             time.sleep(0.05)
         assert jm.cancel(rid)
@@ -115,7 +117,7 @@ def _kill_mid_run(root: Path, *, whole_group: bool) -> tuple[str, dict, dict, li
         rid = proc.stdout.readline().strip()
         assert rid, "the server process did not start a run"
         watcher = RunStore(root, recover=False)
-        deadline = time.time() + 120
+        deadline = time.time() + HANG_S
         while time.time() < deadline:
             row = watcher.get_run(rid)
             if row.status == "running" and row.step >= 5:
@@ -184,7 +186,7 @@ def test_four_concurrent_jobs_finish_with_separate_correct_results(tmp_path):
                for i, (eps, n) in enumerate([(0.5, 50), (1.0, 60), (4.0, 70), (math.inf, 80)])]
     try:
         ids = [jm.submit(c) for c in configs]
-        statuses = [jm.wait(r, timeout=180) for r in ids]
+        statuses = [jm.wait(r, timeout=HANG_S) for r in ids]
         assert statuses == [RunStatus.FINISHED] * 4, [jm.store.get_run(r).message for r in ids]
         # They did train at the same time: the most runs between their trainer's start
         # and their end at any moment.

@@ -17,6 +17,7 @@ from engine.errors import InputError
 from engine.jobs import JobManager, NotOwner
 from engine.store import RunStatus, RunStore
 from engine.worker import STOP_GRACE_S
+from conftest import HANG_S
 from job_fakes import pids, scripted, times
 
 TINY = RunConfig(method="dpmerf", dataset="digits", epsilon=1.0, device="cpu",
@@ -55,7 +56,7 @@ def _wait_for(cond, timeout=60.0):
 
 def test_real_tiny_run_finishes_in_another_process(real):
     rid = real.submit(TINY)
-    assert real.wait(rid, timeout=180) == RunStatus.FINISHED
+    assert real.wait(rid, timeout=HANG_S) == RunStatus.FINISHED
     row = real.store.get_run(rid)
     assert row.status == "finished" and row.message
     # The row names the process that trained it: not this one.
@@ -74,7 +75,7 @@ def test_real_tiny_run_finishes_in_another_process(real):
 def test_cancel_a_running_real_job(real):
     rid = real.submit(RunConfig(dataset="digits", device="cpu",
                                 params={"n_features": 500, "epochs": 400}))
-    _wait_for(lambda: real.snapshot(rid).step >= 2, timeout=120)
+    _wait_for(lambda: real.snapshot(rid).step >= 2, timeout=HANG_S)
     assert real.cancel(rid)
     t0 = time.time()
     assert real.wait(rid, timeout=10) == RunStatus.CANCELLED
@@ -86,7 +87,7 @@ def test_cancel_a_running_real_job(real):
 
 def test_bad_params_fail_with_the_engine_message(real):
     rid = real.submit(RunConfig(dataset="digits", device="cpu", params={"n_features": 3}))
-    assert real.wait(rid, timeout=120) == RunStatus.FAILED
+    assert real.wait(rid, timeout=HANG_S) == RunStatus.FAILED
     msg = real.store.get_run(rid).message
     assert "n_features" in msg and "Traceback" not in msg
 

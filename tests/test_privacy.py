@@ -23,8 +23,9 @@ def test_calibrated_sigma_never_exceeds_target(eps, log_delta, t, acc):
     assert P.epsilon_for(z * 0.99, delta=delta, compositions=t, accountant=acc) > eps
 
 
-def test_golden_values_from_design():
-    # DESIGN.md: one release at eps=1, delta=1e-5 → σ ≈ 3.73 exact, ≈ 5 with the old RDP call.
+def test_golden_values_of_the_two_papers_settings():
+    # One release at eps=1, delta=1e-5: σ ≈ 3.73 with the exact (analytic) Gaussian
+    # (Balle & Wang 2018), ≈ 5 with the RDP call of the official DP-MERF code.
     assert P.calibrate_noise_multiplier(epsilon=1, delta=1e-5) == pytest.approx(3.7306, abs=1e-3)
     assert P.calibrate_noise_multiplier(epsilon=1, delta=1e-5, accountant="rdp-classic") == \
         pytest.approx(4.90, abs=0.02)

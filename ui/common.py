@@ -55,7 +55,7 @@ def session_id() -> str:
 def instructor() -> bool:
     """Instructor mode: everyone (DPSYNTH_INSTRUCTOR=1), or a session that typed the
     passphrase set in DPSYNTH_INSTRUCTOR_KEY."""
-    if env_flag("DPSYNTH_INSTRUCTOR"):
+    if os.environ.get("DPSYNTH_INSTRUCTOR", "").lower() in ("1", "true", "yes"):
         return True
     key = os.environ.get("DPSYNTH_INSTRUCTOR_KEY", "")
     typed = st.session_state.get("instructor_key") or ""
@@ -172,7 +172,3 @@ def session_tmp_dir() -> Path:
 class _Cleanup:
     def __init__(self, path: str) -> None:
         self.path = path
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")

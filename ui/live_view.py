@@ -147,8 +147,8 @@ def _draw_samples(snap: JobSnapshot, artifacts: dict) -> None:
     if _dataset_kind(cfg.dataset) == "image":
         if samples is not None:
             x, y = samples
-            n_classes = int(y.max()) + 1 if len(y) and y.max() >= 0 else 1
-            st.image(class_rows(x, np.maximum(y, 0), n_classes, scale=grid_scale(x.shape[-1])),
+            y = np.maximum(y, 0)  # unlabelled samples (y = -1) share one row
+            st.image(class_rows(x, y, int(y.max()) + 1, scale=grid_scale(x.shape[-1])),
                      caption=f"synthetic samples, one row per class (step {snap.step:,})")
         elif png is not None:
             st.image(str(png), caption="synthetic samples (final)")
