@@ -19,6 +19,10 @@ FINISHED by the code path that saw the trainer's "done" event; crashes become FA
 and runs whose process died (stale heartbeat at start-up) become INTERRUPTED, keeping
 the last metrics they logged.
 
+Reads return RunRecords (engine/records.py). A run's metrics are whatever the evaluator
+returned, kept as one JSON dict in the `summary` column, so a new score needs no column;
+stores from before that also hold `accuracy`/`real_accuracy` columns, now unused.
+
 Thread safety: one sqlite3 connection per thread (threading.local); WAL lets the page
 threads read while a worker writes. Values are plain strings, numbers and JSON.
 """
@@ -85,8 +89,6 @@ CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
 """
 
 # Columns added after the first release, with their types (older stores get them).
-# Stores from before metrics became a dict also hold `accuracy` and `real_accuracy`
-# columns; nothing reads or writes them any more (the same figures are in `summary`).
 _ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
           "eval_started": "REAL", "stop_requested": "REAL"}
 _QUEUED, _RUNNING = "queued", "running"

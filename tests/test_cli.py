@@ -83,6 +83,27 @@ def _main(*args):
     return main(["train", *args])
 
 
+def test_cnn_flag_is_saved_in_the_config_and_scores_the_synthetic_images(tmp_path, monkeypatch):
+    """--cnn travels in the config (as the Playground's checkbox does) to the evaluation.
+    The CNN itself is stubbed here (tests/test_cnn.py trains it): only the plumbing."""
+    calls = []
+
+    def fake_cnn(x, y, x_test, y_test, *, device, seed, **kw):
+        calls.append(len(y))
+        return {"accuracy": 0.25 + len(calls) / 100, "epochs_chosen": 1}
+
+    monkeypatch.setattr("engine.cnn.cnn_accuracy", fake_cnn)
+    out = tmp_path / "cnn"
+    fast = [a for a in FAST if a != "--no-eval"]
+    assert _main("--out", str(out), "--cnn", "--n-synthetic", "200", *fast) == 0
+    assert json.loads((out / "config.json").read_text())["cnn_eval"] is True
+    scores = json.loads((out / "metrics.json").read_text())["accuracy"]
+    assert calls == [200, 1437]  # the synthetic set, then the real training split
+    assert (scores["synthetic/cnn"], scores["real/cnn"]) == (0.26, 0.27)
+    assert _main("--out", str(tmp_path / "plain"), *fast) == 0
+    assert "synthetic/cnn" not in json.loads((tmp_path / "plain" / "metrics.json").read_text())["accuracy"]
+
+
 def test_out_folder_of_another_run_is_refused_unless_overwrite(tmp_path, capsys):
     out = tmp_path / "run"
     assert _main("--out", str(out), "--seed", "1", *FAST) == 0
