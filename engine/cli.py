@@ -120,11 +120,11 @@ def _train(args, extra) -> int:
     config = _config_from(args, extra)
     prepared = prepare(config)  # all input checks happen before any file is written
     claim_out_dir(args.out, overwrite=args.overwrite)
-    if line := cost_line(config, prepared):
+    if line := cost_line(prepared):
         print(line, file=sys.stderr)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
-    for warning in warnings_for(config, prepared[1]):
+    for warning in warnings_for(config, prepared.data):
         print(f"warning: {warning}", file=sys.stderr)
     bar = None
     final = None
