@@ -140,7 +140,8 @@ def _train(args, extra) -> int:
                     bar = tqdm(total=ev.total, desc=f"{config.method} on {config.dataset}",
                                unit="step")
                 bar.update(ev.step - bar.n)
-                bar.set_postfix(loss=f"{ev.loss:.4g}", eps=f"{ev.epsilon_spent:.3g}")
+                loss = {} if ev.loss is None else {"loss": f"{ev.loss:.4g}"}  # optional
+                bar.set_postfix(**loss, eps=f"{ev.epsilon_spent:.3g}")
             elif ev.phase == "evaluate":
                 if bar is not None:
                     bar.close()

@@ -35,6 +35,7 @@ from engine.errors import InputError
 METHODS: dict[str, str] = {
     "dpmerf": "engine.dpmerf",
     "datalens": "engine.datalens",
+    "marginals": "engine.marginals",
 }
 
 
