@@ -149,3 +149,15 @@ def test_registry_defaults_are_the_methods_for_data():
     digits = load("digits")
     for method in available_methods():
         assert default_params(method, digits) == get_method(method).Params.for_data(digits)
+
+
+def test_a_default_that_does_not_fit_the_data_stays_reachable():
+    """DataLens's class defaults on a 455-record table: the widget keeps 4,000 teachers
+    reachable (Streamlit would fail on a default above its max); validate() explains."""
+    from engine.datalens import Params
+
+    cancer = load("breast_cancer")
+    teachers = {w.name: w for w in widgets(Params(), cancer)}["teachers"]
+    assert teachers.hi == Params().teachers > cancer.n_train
+    with pytest.raises(InputError, match="image datasets only"):
+        Params().validate(cancer)

@@ -46,6 +46,10 @@ def widgets(params, data=None) -> list[Widget]:
         if spec.kind == "float":
             lo = math.nextafter(lo, math.inf) if lo is not None and spec.lo_open else lo
             hi = math.nextafter(hi, -math.inf) if hi is not None and spec.hi_open else hi
+        if isinstance(spec.default, (int, float)):  # keep the default reachable: a method
+            # whose defaults do not fit this data says why when validated, not by crashing
+            lo = None if lo is None else min(lo, spec.default)
+            hi = None if hi is None else max(hi, spec.default)
         out.append(Widget(spec, lo, hi))
     return out
 
