@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from engine import privacy
-from engine.datalens_params import TITLE, Params
+from engine.datalens_params import TITLE, Params  # TITLE, Params: the registry's contract
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 
