@@ -158,7 +158,8 @@ def privacy_preview(config, params: Params, data: Dataset) -> dict:
 
 
 def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event]:
-    """Release the histograms once, then sample records from them (post-processing)."""
+    """Release the histograms once, then sample records from them (post-processing).
+    One release and one sampling pass: there are no steps for `stop` to end early."""
     t0 = time.perf_counter()
     columns = public_columns(data, params.bins)
     sizes = [c.size for c in columns]

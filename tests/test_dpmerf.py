@@ -267,3 +267,28 @@ def test_the_run_records_which_projection_ran(monkeypatch):
         _, result = run(config, data)
         assert result.info["projection"] == expected
         assert result.info["projection_reason"].startswith("auto:")
+
+
+def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, capsys):
+    """prepare() builds the params and the preview once; the cost line and train() reuse
+    them (no second preview, no registry round trip inside the method)."""
+    from engine import dpmerf, registry
+    from engine.cli import main
+
+    calls = {"preview": 0, "params": 0}
+    real_preview, real_make = dpmerf.privacy_preview, registry.make_params
+
+    def preview_spy(*args):
+        calls["preview"] += 1
+        return real_preview(*args)
+
+    def make_spy(*args):
+        calls["params"] += 1
+        return real_make(*args)
+
+    monkeypatch.setattr(dpmerf, "privacy_preview", preview_spy)
+    monkeypatch.setattr("engine.runner.make_params", make_spy)
+    assert main(["train", "--out", str(tmp_path / "r"), "--n-features", "100", "--epochs", "1",
+                 "--no-eval", "--device", "cpu"]) == 0
+    assert calls == {"preview": 1, "params": 1}
+    assert "estimated:" in capsys.readouterr().err  # the cost line, from that one preview
