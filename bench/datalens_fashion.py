@@ -28,6 +28,7 @@ from engine import data as datasets
 from engine import datalens, privacy
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.registry import make_params
 
 PAPER_CNN = {("fashion_mnist", 1.0): 0.6478, ("fashion_mnist", 10.0): 0.7061,
              ("mnist", 1.0): 0.7123, ("mnist", 10.0): 0.8066}
@@ -51,13 +52,13 @@ def holdout(data, n: int, seed: int = 0):
                    x_test=data.x_train[ev], y_test=data.y_train[ev])
 
 
-def run_once(cfg: RunConfig, data, device, cnn_epochs: int) -> dict:
+def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int) -> dict:
     from sklearn.linear_model import LogisticRegression
 
     from engine.cnn import cnn_accuracy
 
     t0, result, last = time.time(), None, 0.0
-    for ev in datalens.train(cfg, data, device, threading.Event()):
+    for ev in datalens.train(cfg, p, data, device, threading.Event()):
         if ev.phase == "train" and (time.time() - last > 30 or ev.step == ev.total):
             last = time.time()
             print(f"  step {ev.step}/{ev.total} eps {ev.epsilon_spent:.4f} student loss {ev.loss:.2e} "
@@ -107,8 +108,8 @@ def main(argv=None) -> int:
         cfg = RunConfig(method="datalens", dataset=data.name, epsilon=a.epsilon, delta=a.delta,
                         n_synthetic=a.n_synthetic, params=dict(a.param), device=str(device))
         cfg.validate()
-        p = datalens._params(cfg, data)
-        preview = datalens.privacy_preview(cfg, data)
+        p = make_params("datalens", data, cfg.params)
+        preview = datalens.privacy_preview(cfg, p, data)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
                                                        batch=15, accountant=acc) for acc in privacy.ACCOUNTANTS})
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    runs = [run_once(replace(cfg, seed=s), data, device, a.cnn_epochs) for s in a.seeds]
+    runs = [run_once(replace(cfg, seed=s), p, data, device, a.cnn_epochs) for s in a.seeds]
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
           + (f", peak CUDA {torch.cuda.max_memory_allocated() / 1e9:.2f} GB" if device.type == "cuda" else ""))
     for key in ("cnn", "logreg", "s_per_iter", "train_s"):

@@ -31,6 +31,7 @@ from engine.device import resolve_device
 from engine.dpmerf import train
 from engine.errors import InputError
 from engine.evaluate import fit_and_score
+from engine.registry import make_params
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -74,7 +75,7 @@ def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:
                        params=params).validate()
     t0 = time.perf_counter()
     release_s = None
-    for ev in train(config, data, device):
+    for ev in train(config, make_params("dpmerf", data, params), data, device):
         if ev.phase == "release":
             release_s = time.perf_counter() - t0
             print(f"release: {ev.message}  [{release_s:.1f}s]", flush=True)

@@ -120,11 +120,11 @@ def _train(args, extra) -> int:
     config = _config_from(args, extra)
     prepared = prepare(config)  # all input checks happen before any file is written
     claim_out_dir(args.out, overwrite=args.overwrite)
-    if line := cost_line(config, prepared):
+    if line := cost_line(prepared):
         print(line, file=sys.stderr)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
-    for warning in warnings_for(config, prepared[1]):
+    for warning in warnings_for(config, prepared.data):
         print(f"warning: {warning}", file=sys.stderr)
     bar = None
     final = None
@@ -140,7 +140,8 @@ def _train(args, extra) -> int:
                     bar = tqdm(total=ev.total, desc=f"{config.method} on {config.dataset}",
                                unit="step")
                 bar.update(ev.step - bar.n)
-                bar.set_postfix(loss=f"{ev.loss:.4g}", eps=f"{ev.epsilon_spent:.3g}")
+                loss = {} if ev.loss is None else {"loss": f"{ev.loss:.4g}"}  # optional
+                bar.set_postfix(**loss, eps=f"{ev.epsilon_spent:.3g}")
             elif ev.phase == "evaluate":
                 if bar is not None:
                     bar.close()

@@ -7,18 +7,17 @@ shape, which the neighbouring relation treats as public (replace-one, n public).
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, replace
 
 from engine import privacy
 from engine.errors import InputError
+from engine.params import check_knobs, knob
 
+TITLE = "DataLens"
 TEACHERS = ("small", "official")  # a CPU-sized MLP ensemble; the official conv nets (GPU)
 _RECORDS_PER_TEACHER = 15  # the paper's 60,000 / 4,000
 _MAX_TEACHERS = 4000  # the paper's; more cost time linearly for little gain at ε=1
 _DEFAULT_MEMORY = 8e9  # defaults stay under this estimate; users may go higher
-_BUILTIN_SIZES = {"digits": (1437, (1, 8, 8)), "mnist": (60000, (1, 28, 28)),
-                  "fashion_mnist": (60000, (1, 28, 28))}
 
 
 @dataclass(frozen=True)
@@ -26,34 +25,49 @@ class Params:
     """DataLens knobs. Class defaults are the paper's (Fashion-)MNIST setting at ε=1 with
     small teachers; `derived` sizes them for other data."""
 
-    teachers: int = 4000  # more teachers = more votes against the same noise
-    top_k: int = 200  # votes per teacher per record; sensitivity 2√k
-    sigma: float = 5000.0  # std of the Gaussian noise on each vote sum
-    clip: float = 1e-5  # c; gradients are batch means, hence tiny (official code)
-    beta: float = 0.7  # keep a coordinate when |noisy votes| ≥ β·N
-    gamma: float = 1.0  # step toward G(z)+γ·ĝ; Adam makes its scale nearly irrelevant
-    latent: int = 50  # z ~ U(−1, 1)^latent
-    batch: int | None = None  # synthetic records per step; None = partition size (official)
-    teacher_steps: int = 2  # teacher updates per iteration (official: 2)
-    first_teacher_steps: int = 10  # in the first iteration (official: 10)
-    lr_teacher: float = 2e-4  # official 1e-3; the prototype: LogReg .53 → .60 with 2e-4
-    lr_student: float = 1e-3
-    max_steps: int = 300  # cap on iterations; the fixed step count when ε = inf
-    accountant: str = "exact"  # "exact" (tight) or "rdp" (the paper's kind of count)
-    probe_every: int = 0  # quick downstream probe every n steps; 0 = never
-    sample_every: int = 5  # attach a sample grid to every n-th train event
-    teacher: str = "small"  # "small" (MLP, fits a CPU) or "official" (conv, for a GPU)
-    teacher_hidden: int = 64  # hidden units of a small teacher
-    teacher_widths: tuple = (11, 42, 256)  # official teacher: conv1, conv2, FC channels
-    student_widths: tuple = (1024, 128)  # FC width, deconv channels (official)
-    records_per_teacher: int | None = None  # cap per teacher; None = all (n_train // teachers)
-
-    @classmethod
-    def for_dataset(cls, name: str) -> "Params":
-        """Defaults for a built-in dataset, derived from its size and image shape (the same
-        rule as `for_data`); a name without a known size gets the paper's setting."""
-        size = _BUILTIN_SIZES.get(name)
-        return cls.derived(*size) if size else cls()
+    teachers: int = knob(4000, lo=1, hi="n_train", main=True,
+                         help="Teachers, each on its own disjoint slice of the data: more "
+                              "teachers = more votes against the same noise.")
+    top_k: int = knob(200, lo=1, hi="dim", main=True,
+                      help="Coordinates each teacher votes on per record; sensitivity 2√k.")
+    sigma: float = knob(5000.0, lo=0.0, lo_open=True, main=True,
+                        help="Std of the Gaussian noise added to each vote sum.")
+    clip: float = knob(1e-5, lo=0.0, lo_open=True, main=True,
+                       help="Gradient clip c before stochastic signs; gradients are batch "
+                            "means, hence tiny (official code).")
+    beta: float = knob(0.7, lo=0.0, hi=1.0, main=True,
+                       help="Threshold: keep a coordinate when |noisy votes| ≥ β·teachers.")
+    gamma: float = knob(1.0, lo=0.0, lo_open=True, hi=1e3,
+                        help="Step toward G(z)+γ·ĝ; Adam makes its scale nearly irrelevant.")
+    latent: int = knob(50, lo=1, help="z ~ U(−1, 1)^latent.")
+    batch: int | None = knob(None, kind="int", lo=1, none="the partition size",
+                             help="Synthetic records per step; empty = records per teacher "
+                                  "(official).")
+    teacher_steps: int = knob(2, lo=1, help="Teacher updates per iteration (official: 2).")
+    first_teacher_steps: int = knob(10, lo=1, help="Teacher updates in the first iteration "
+                                                   "(official: 10).")
+    lr_teacher: float = knob(2e-4, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                             help="Teachers' Adam lr (official 1e-3; 2e-4 learned better in a "
+                                  "small-teacher prototype).")
+    lr_student: float = knob(1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
+                             help="Student's Adam lr.")
+    max_steps: int = knob(300, lo=1, help="Cap on iterations (the budget may stop training "
+                                          "earlier); the fixed step count when ε = ∞.")
+    accountant: str = knob("exact", choices=tuple(privacy.ACCOUNTANTS),
+                           help="How the per-step releases are composed: " + "; ".join(
+                               f"{k} = {v}" for k, v in privacy.ACCOUNTANTS.items()))
+    probe_every: int = knob(0, lo=0, help="Quick downstream probe every n steps; 0 = never.")
+    sample_every: int = knob(5, lo=1, help="Attach a sample grid to every n-th step.")
+    teacher: str = knob("small", choices=TEACHERS,
+                        help="small: MLP teachers that fit a CPU; official: the paper's conv "
+                             "nets (for a GPU).")
+    teacher_hidden: int = knob(64, lo=1, help="Hidden units of a small teacher.")
+    teacher_widths: tuple = knob((11, 42, 256), lo=1)  # official teacher: conv1, conv2, FC
+    student_widths: tuple = knob((1024, 128), lo=1)  # FC width, deconv channels (official)
+    records_per_teacher: int | None = knob(None, kind="int", lo=1,
+                                           none="all records, split evenly",
+                                           help="Cap on each teacher's records; empty = all "
+                                                "(training records // teachers).")
 
     @classmethod
     def for_data(cls, dataset) -> "Params":
@@ -87,53 +101,15 @@ class Params:
         return replace(base, teachers=teachers, sigma=float(max(1, round(1.25 * teachers))))
 
     def validate(self, dataset) -> "Params":
-        def bad(name, rule, value):
-            raise InputError(f"The '{name}' parameter of DataLens must be {rule}. Got {value!r} instead.")
-
+        """Each knob against its declaration (teachers ≤ n_train, top_k ≤ the data
+        dimension), then what depends on the data's kind and shape."""
         if dataset.kind != "image" or dataset.image_shape is None:
             raise InputError(f"DataLens here supports image datasets only; {dataset.name!r} is "
                              f"{dataset.kind}. Use DP-MERF for tabular data.")
-        c, h, w = dataset.image_shape
+        _, h, w = dataset.image_shape
         if h % 4 or w % 4:
             raise InputError(f"DataLens's generator needs image sides divisible by 4; got {h}x{w}.")
-        dim, n = c * h * w, dataset.n_train
-        if not _is_int(self.teachers) or not 1 <= self.teachers <= n:
-            bad("teachers", f"an int in [1, {n}] (the number of training records)", self.teachers)
-        if not _is_int(self.top_k) or not 1 <= self.top_k <= dim:
-            bad("top_k", f"an int in [1, {dim}] (the data dimension)", self.top_k)
-        if not self.sigma > 0:
-            bad("sigma", "a float > 0", self.sigma)
-        if not self.clip > 0:
-            bad("clip", "a float > 0", self.clip)
-        if not 0 <= self.beta <= 1:
-            bad("beta", "a float in [0, 1] (a fraction of the teachers)", self.beta)
-        if not 0 < self.gamma <= 1e3:
-            bad("gamma", "a float in (0, 1000]", self.gamma)
-        for name in ("latent", "teacher_steps", "first_teacher_steps", "max_steps", "sample_every"):
-            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
-                bad(name, "an int >= 1", getattr(self, name))
-        if not _is_int(self.probe_every) or self.probe_every < 0:
-            bad("probe_every", "an int >= 0 (0 = never)", self.probe_every)
-        for name in ("lr_teacher", "lr_student"):
-            if not 0 < getattr(self, name) < 1:
-                bad(name, "a float in (0, 1)", getattr(self, name))
-        if self.accountant not in privacy.ACCOUNTANTS:
-            bad("accountant", f"one of {', '.join(privacy.ACCOUNTANTS)}", self.accountant)
-        m = self.partition_size(n)
-        if self.records_per_teacher is not None and (not _is_int(self.records_per_teacher)
-                                                     or self.records_per_teacher < 1):
-            bad("records_per_teacher", "an int >= 1 or None (= all records)", self.records_per_teacher)
-        if self.batch is not None and (not _is_int(self.batch) or self.batch < 1):
-            bad("batch", "an int >= 1 or None (= partition size)", self.batch)
-        if m < 1:
-            bad("teachers", f"at most {n} so that each teacher gets a record", self.teachers)
-        if self.teacher not in TEACHERS:
-            bad("teacher", f"one of {', '.join(TEACHERS)}", self.teacher)
-        if not _is_int(self.teacher_hidden) or self.teacher_hidden < 1:
-            bad("teacher_hidden", "an int >= 1", self.teacher_hidden)
-        if len(self.teacher_widths) != 3 or len(self.student_widths) != 2 or \
-                min(*self.teacher_widths, *self.student_widths) < 1:
-            bad("teacher_widths/student_widths", "3 and 2 positive ints", (self.teacher_widths, self.student_widths))
+        check_knobs(self, TITLE, dataset)
         return self
 
     def partition_size(self, n_train: int) -> int:
@@ -142,7 +118,3 @@ class Params:
 
     def synthetic_batch(self, n_train: int) -> int:
         return self.batch or self.partition_size(n_train)
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)

@@ -3,7 +3,8 @@
 The private data is touched exactly once: its random-feature mean embedding (and, when
 asked, its class counts and numeric bounds) is released with the Gaussian mechanism.
 The generator then trains against that noisy embedding for as many steps as it likes —
-post-processing, no further privacy cost. Sensitivities are in engine/features.py.
+post-processing, no further privacy cost. Sensitivities are in engine/features.py;
+the knobs and their data-derived defaults in engine/dpmerf_params.py.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from engine import features as fx
 from engine.config import RunConfig
 from engine.data import Dataset
 from engine.device import fast_bf16
+from engine.dpmerf_params import TITLE, Params  # TITLE, Params: the registry's contract
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
-from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, delta_warning, gaussian_noise
+from engine.privacy import Release, calibrate_releases, delta_warning, gaussian_noise
 
-TITLE = "DP-MERF"
 
 # The official code's fixed Gaussian-kernel length scales (ℓ², pixels in [0, 1]).
 # digits (8×8) has no official value: ℓ² = 4 gave LogReg .82 at ε=1 against .77 for
@@ -35,8 +36,6 @@ TITLE = "DP-MERF"
 # Other image sets scale MNIST's ℓ² by their pixel count.
 IMAGE_LENGTH_SCALE_SQ = {"mnist": 105.0, "fashion_mnist": 127.0, "digits": 4.0}
 
-LABEL_MODES = ("balanced", "counts", "none")
-PROJECTIONS = ("auto", "float32", "bfloat16")
 
 
 def projection_precision(choice: str, device) -> tuple[str, str]:
@@ -45,93 +44,6 @@ def projection_precision(choice: str, device) -> tuple[str, str]:
         return choice, "set explicitly"
     fast, why = fast_bf16(device)
     return ("bfloat16" if fast else "float32"), f"auto: {why}"
-
-
-@dataclass(frozen=True)
-class Params:
-    n_features: int = 10_000  # D; noise per coordinate is fixed, so small data wants small D
-    length_scale: float | None = None  # None: the dataset's public default (see below)
-    epochs: int = 5  # passes' worth of generator steps (epochs · m / batch_size steps)
-    batch_size: int = 500
-    lr: float = 0.01
-    lr_decay: bool = False  # cosine-anneal lr to 0 over the run (settles the last samples)
-    # Scale of z when drawing the released samples (not in training): below 1 trades
-    # diversity for typical samples, which downstream classifiers learn better from.
-    sample_temperature: float = 1.0
-    latent: int = 5
-    gen_hidden: int = 200  # image generator: FC width (official 200)
-    gen_channels: tuple = (16, 8)  # image generator: conv channels (official 16, 8)
-    # Image generator upsampling: "nearest" (+5×5 conv, the official one) or "transposed".
-    upsample: str = "transposed"
-    # Precision of the random-feature projection x·W (the costly matmul): "bfloat16" is
-    # several times faster on GPUs and CPUs with AVX512-BF16/AMX, ~30× slower elsewhere;
-    # "auto" picks it only where it is fast (engine.device.fast_bf16). The features keep
-    # unit norm either way.
-    projection: str = "float32"
-    # Share of a linear kernel on pixels beside the Gaussian one (0 = the paper's DP-MERF);
-    # it adds each class's mean image to the embedding at no cost in sensitivity.
-    pixel_weight: float = 0.0
-    # "balanced": one release, labels uniform; "counts": also release class counts and
-    # reweight classes (imbalanced data); "none": unlabelled embedding.
-    labels: str = "balanced"
-    counts_share: float = 0.05  # budget share for class counts (they tolerate noise)
-    bounds_share: float = 0.1  # budget share for numeric bounds when not public
-    accountant: str = "exact"
-    sample_every: int = 25  # steps between live sample grids
-    probe_every: int = 0  # steps between quick downstream probes; 0 = never
-
-    @classmethod
-    def for_dataset(cls, name: str) -> "Params":
-        if name == "digits":
-            return cls(n_features=1_000, epochs=150, batch_size=200, sample_every=10)
-        if name in ("fashion_mnist", "mnist"):
-            # 240 steps of 500: LogReg plateaus by then (probes at 120–600 steps agree
-            # within run-to-run noise); bf16 projection where the hardware has it: same
-            # accuracy, 5× cheaper matmul.
-            # Temperature 0.5 and the wider generator: chosen on held-out real *training*
-            # records, never on the test split (README, "What moved accuracy").
-            return cls(epochs=2, projection="auto", sample_temperature=0.5,
-                       gen_hidden=400, gen_channels=(32, 16))
-        if name in ("breast_cancer", "csv"):
-            return cls(n_features=1_000, epochs=300, batch_size=200, latent=10,
-                       labels="counts")
-        return cls(n_features=2_000, epochs=50, batch_size=200)
-
-    def validate(self, data: Dataset) -> "Params":
-        def bad(name, rule):
-            raise InputError(f"The '{name}' parameter of DP-MERF must be {rule}. "
-                             f"Got {getattr(self, name)!r} instead.")
-        if not (isinstance(self.n_features, int) and self.n_features >= 2 and self.n_features % 2 == 0):
-            bad("n_features", "an even integer >= 2")
-        if self.length_scale is not None and not (self.length_scale > 0 and math.isfinite(self.length_scale)):
-            bad("length_scale", "a number > 0 (or None for the public default)")
-        if not (isinstance(self.epochs, int) and self.epochs >= 1):
-            bad("epochs", "an integer >= 1")
-        if not (isinstance(self.batch_size, int) and self.batch_size >= 2):
-            bad("batch_size", "an integer >= 2 (batch norm needs two samples)")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            bad("lr", "a number > 0")
-        if not (0 < self.sample_temperature <= 10 and math.isfinite(self.sample_temperature)):
-            bad("sample_temperature", "a number in (0, 10]")
-        if not (isinstance(self.latent, int) and self.latent >= 1):
-            bad("latent", "an integer >= 1")
-        if not 0 <= self.pixel_weight < 1:
-            bad("pixel_weight", "a fraction in [0, 1)")
-        if self.projection not in PROJECTIONS:
-            bad("projection", "'auto', 'float32' or 'bfloat16'")
-        if self.upsample not in ("nearest", "transposed"):
-            bad("upsample", "'nearest' or 'transposed'")
-        if self.labels not in LABEL_MODES:
-            bad("labels", f"one of {', '.join(LABEL_MODES)}")
-        for share in ("counts_share", "bounds_share"):
-            if not 0 < getattr(self, share) < 1:
-                bad(share, "a fraction in (0, 1)")
-        if self.accountant not in ACCOUNTANTS:
-            bad("accountant", f"one of {', '.join(ACCOUNTANTS)}")
-        if self.labels != "none" and data.n_classes < 2:
-            raise InputError("DP-MERF needs at least two classes for labelled generation; "
-                             "use labels='none' for unlabelled data.")
-        return self
 
 
 # ------------------------------------------------------------------ preparation
@@ -243,12 +155,10 @@ def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[dict, 
     return report, {r["name"]: r["sigma"] for r in report["releases"]}
 
 
-def privacy_preview(config: RunConfig, data: Dataset) -> dict:
+def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
     """Derived figures for the UI before training: the noise each release will get, and
-    the run's cost on this machine (engine/dpmerf_cost.py: measured step rates)."""
-    from engine.registry import make_params
-
-    params = make_params("dpmerf", data, config.params)
+    the run's cost on this machine (engine/dpmerf_cost.py: measured step rates).
+    `params` are the run's validated Params (engine.registry.make_params)."""
     report, _ = _calibrate(config, data, params)
     emb = report["releases"][-1]
     from engine import dpmerf_cost  # imports this module: import here, not at the top
@@ -265,19 +175,20 @@ def privacy_preview(config: RunConfig, data: Dataset) -> dict:
     warning = delta_warning(config.delta, data.n_train) if config.private else None
     if warning:
         out["warning"] = warning
+    out["hint"] = ("DP-MERF releases one noisy summary of the data (its random-feature mean "
+                   "embedding), then trains the generator as long as it likes for free: more "
+                   "epochs cost time, not privacy.")
     return out
 
 
 # ---------------------------------------------------------------------- training
 
 
-def train(config: RunConfig, data: Dataset, device: torch.device,
+def train(config: RunConfig, params: Params, data: Dataset, device: torch.device,
           stop: threading.Event | None = None) -> Iterator[Event]:
-    """Release the noisy embedding once, then fit the generator to it; yield Events."""
-    from engine.registry import make_params
-
+    """Release the noisy embedding once, then fit the generator to it; yield Events.
+    `params` are the run's validated Params (engine.registry.make_params)."""
     t0 = time.perf_counter()
-    params = make_params("dpmerf", data, config.params)
     torch.manual_seed(config.seed)  # model init only; DP noise has its own OS-entropy generator
     model_gen = torch.Generator().manual_seed(config.seed)
     projection, projection_why = projection_precision(params.projection, device)

@@ -11,8 +11,10 @@ import json
 import math
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from types import ModuleType
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -27,16 +29,28 @@ from engine.registry import get_method, make_params
 from engine.render import image_grid, table_image
 
 
-def prepare(config: RunConfig):
+@dataclass(frozen=True)
+class Prepared:
+    """A run checked before training: its method module, data and device, its validated
+    params (built once, handed to `train`) and the method's preview (computed once)."""
+
+    method: ModuleType
+    data: datasets.Dataset
+    device: Any
+    params: Any
+    preview: dict
+
+
+def prepare(config: RunConfig) -> Prepared:
     """Validate everything that can be checked before training; raise InputError."""
     config.validate()
     method = get_method(config.method)
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
-    make_params(config.method, data, config.params)
-    refuse = estimate(method, config, data).get("refuse")
-    if refuse:  # a run that cannot fit in memory ends here with one line, not a traceback
-        raise InputError(refuse)
-    return method, data, resolve_device(config.device)
+    params = make_params(config.method, data, config.params)
+    preview = method.privacy_preview(config, params, data)
+    if preview.get("refuse"):  # a run that cannot fit in memory ends here with one line
+        raise InputError(preview["refuse"])
+    return Prepared(method, data, resolve_device(config.device), params, preview)
 
 
 # What a run writes; `claim_out_dir` clears only these.
@@ -75,18 +89,10 @@ def warnings_for(config: RunConfig, data: datasets.Dataset) -> list[str]:
     return [note] if note else []
 
 
-def estimate(method, config: RunConfig, data) -> dict:
-    """The method's cost estimate before training ("estimated memory (GB)", "estimated
-    s / iteration", "estimated seconds", "refuse"), from its preview; {} when it has none."""
-    preview = getattr(method, "privacy_preview", None)
-    keys = ("estimated memory (GB)", "estimated s / iteration", "estimated seconds", "refuse")
-    return {k: v for k, v in (preview(config, data) if preview else {}).items() if k in keys}
-
-
-def cost_line(config: RunConfig, prepared) -> str:
+def cost_line(prepared: Prepared) -> str:
     """One line for the CLI before training, e.g. "estimated: 4.5 GB, 3.1 s/iteration, ~8 min";
-    "" when the method gives no estimate. `prepared` is what `prepare` returned."""
-    est = estimate(prepared[0], config, prepared[1])
+    "" when the method gives no estimate. Read from the preview `prepare` computed."""
+    est = prepared.preview
     if "estimated seconds" not in est:
         return ""
     parts = [f"{est['estimated memory (GB)']:.2g} GB"] if "estimated memory (GB)" in est else []
@@ -97,7 +103,7 @@ def cost_line(config: RunConfig, prepared) -> str:
 
 
 def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | None = None,
-            full_eval: bool = True, prepared=None) -> Iterator[Event]:
+            full_eval: bool = True, prepared: Prepared | None = None) -> Iterator[Event]:
     """Run `config`, yield every trainer Event, write the artifacts, and finish with a
     "done" (or "cancelled") Event whose metrics hold the final evaluation.
 
@@ -105,14 +111,13 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     that dies (an exception, Ctrl-C, the consumer closing this generator) writes one that
     says "interrupted"; after a hard kill there is none. So a folder never shows metrics
     of a run other than the one that wrote its config.json."""
-    method, data, device = prepared or prepare(config)
+    prepared = prepared or prepare(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
     (out / "config.json").write_text(config.to_json())
     try:
-        metrics, last, result = yield from _run(config, method, data, device, out, stop,
-                                                full_eval)
+        metrics, last, result = yield from _run(config, prepared, out, stop, full_eval)
     except BaseException as exc:
         _write_metrics(out, {"status": "interrupted", "method": config.method,
                              "dataset": config.dataset,
@@ -123,12 +128,13 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
                 metrics=metrics["accuracy"], result=result, message=metrics["status"])
 
 
-def _run(config, method, data, device, out: Path, stop, full_eval: bool):
+def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     """execute's body: train, write the artifacts, evaluate, write metrics.json."""
+    data, device = prepared.data, prepared.device
     t0 = time.perf_counter()
     result: TrainResult | None = None
     last = None
-    for event in method.train(config, data, device, stop):
+    for event in prepared.method.train(config, prepared.params, data, device, stop):
         if event.phase == "done":
             result, last = event.result, event
             break

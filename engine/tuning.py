@@ -5,7 +5,9 @@ draws one line per configuration), and sweeps over ε, seeds and any one knob.
 
 from __future__ import annotations
 
+import json
 import math
+from functools import lru_cache
 from typing import Any
 
 from engine.config import RunConfig
@@ -14,12 +16,16 @@ from engine.errors import InputError
 _DEFAULT_DELTA = RunConfig.delta
 
 
-def _defaults(method: str, dataset: str):
-    from engine.registry import get_method
+@lru_cache(maxsize=64)
+def _defaults(method: str, dataset: str, options: str = "{}"):
+    """The method's defaults for the run's data (derived from its shape, so the data is
+    loaded once per dataset and options; cached)."""
+    from engine.data import load
+    from engine.registry import default_params
 
     try:
-        return get_method(method).Params.for_dataset(dataset)
-    except InputError:  # a run of a method this install lacks: every knob counts
+        return default_params(method, load(dataset, options=json.loads(options)))
+    except InputError:  # a method this install lacks, or data no longer here: every knob counts
         return None
 
 
@@ -34,7 +40,8 @@ def _same(value: Any, default: Any) -> bool:
 def differing_settings(config: dict) -> dict[str, Any]:
     """A run's saved config (dict) → the settings that differ from its method's defaults
     on its dataset, besides ε and seed (they have their own columns)."""
-    defaults = _defaults(config["method"], config["dataset"])
+    defaults = _defaults(config["method"], config["dataset"],
+                         json.dumps(config.get("data_options") or {}, sort_keys=True))
     out = {}
     for name, value in sorted((config.get("params") or {}).items()):
         if defaults is None or not hasattr(defaults, name) or not _same(value, getattr(defaults, name)):
@@ -60,21 +67,21 @@ def settings_label(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_short(v)}" for k, v in settings.items()) or "defaults"
 
 
-_RULES = {"int": "an integer", "optional_int": "an integer", "float": "a number",
-          "optional_float": "a number", "bool": "true or false"}
+_RULES = {"int": "an integer", "float": "a number", "bool": "true or false"}
 
 
 def parse_values(knob, text: str) -> list[Any]:
-    """'0.01, 0.02' for a knob (engine.ui_state.Knob) → typed, range-checked values."""
+    """'0.01, 0.02' for a knob (engine.params.KnobSpec) → typed, range-checked values
+    (data-dependent bounds are checked by sweep_configs, against the data)."""
     items = [t.strip() for t in str(text).split(",") if t.strip()]
     if not items:
         raise InputError(f"Give one or more values for {knob.name}, separated by commas.")
     out = []
     for item in items:
         try:
-            if knob.kind in ("int", "optional_int"):
+            if knob.kind == "int":
                 value: Any = int(item)
-            elif knob.kind in ("float", "optional_float"):
+            elif knob.kind == "float":
                 value = float(item)
             elif knob.kind == "bool":
                 if item.lower() not in ("true", "false"):
@@ -87,10 +94,8 @@ def parse_values(knob, text: str) -> list[Any]:
         except ValueError:
             rule = _RULES.get(knob.kind) or "one of " + ", ".join(map(str, knob.choices))
             raise InputError(f"{knob.name} values must each be {rule}. Got {item!r}.") from None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if (knob.lo is not None and value < knob.lo) or (knob.hi is not None and value > knob.hi):
-                raise InputError(f"{knob.name} must be in [{knob.lo:g}, {knob.hi:g}]. "
-                                 f"Got {item}.")
+        if not knob.accepts(value):
+            raise InputError(f"{knob.name} values must each be {knob.rule()}. Got {item}.")
         out.append(value)
     return list(dict.fromkeys(out))  # keep order, drop repeats
 

@@ -15,42 +15,33 @@ import streamlit as st
 
 from engine.config import parse_epsilon
 from engine.errors import InputError
-from engine.registry import available_methods, get_method
+from engine.registry import available_methods, default_params, get_method, make_params
 from engine.records import RunStatus
 from engine.render import class_rows, grid_scale
-from engine.ui_state import changed_params, config_from_settings, knob_key, knobs
 from ui import live_view
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
 from ui.cost import COST_KEYS, draw_cost
 from ui.knob_widgets import knob_widget
-
-HINTS = {
-    ("datalens", "digits"): (
-        "warning",
-        "DataLens on digits stays near chance at ε = 1: 1,437 training records make only 95 "
-        "teachers of 15, and the budget affords one step against their noise (measured: CNN "
-        ".15, LogReg .09). At ε = 10 it reaches about .2 in 59 steps (~10 s). DP-MERF does "
-        "about .8 here at ε = 1. DataLens needs tens of thousands of records: try Fashion-MNIST."),
-    ("dpmerf", "digits"): (
-        "info",
-        "DP-MERF releases one noisy summary of the data, then trains as long as it likes "
-        "for free: on digits at ε = 1 it reaches about .8 logistic-regression accuracy."),
-}
+from ui.knobs import changed_params, config_from_settings, knob_key, widgets
 
 
-def _reset_knobs() -> None:
-    """Dataset or method changed: set every knob to the new dataset's defaults.
+def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) -> None:
+    """Dataset, method or uploaded file changed: set every knob to the new defaults.
 
     The knobs are bound to the URL, and a bound widget whose state is merely dropped
     takes its value back from the query string (digits → Fashion kept digits' epochs
-    under a "defaults for fashion_mnist" heading). Assigning the defaults in this
-    callback outranks the URL, and Streamlit then rewrites the URL to match.
+    under a "defaults for fashion_mnist" heading). Assigning the defaults before the
+    widgets are drawn outranks the URL, and Streamlit then rewrites the URL to match.
+    The first run of a session keeps the URL's values: that is how a shared link works.
     """
-    method, dataset = st.session_state["method"], st.session_state["dataset"]
-    for k in knobs(get_method(method).Params.for_dataset(dataset)):
-        st.session_state[knob_key(method, k.name)] = k.default
+    basis = (method, dataset, options_key(data_options or {}))
+    previous = st.session_state.get("pg_knob_basis")
+    st.session_state["pg_knob_basis"] = basis
+    if previous is not None and previous != basis:
+        for w in widgets(defaults):
+            st.session_state[knob_key(method, w.name)] = w.spec.default
 
 
 def _upload(kind: str) -> dict | None:
@@ -110,15 +101,14 @@ def _upload(kind: str) -> dict | None:
     return opts
 
 
-def _data_shape(name: str, options: dict | None) -> tuple[int | None, int | None]:
-    """(training records, features per record) for knob bounds, when loadable."""
+def _load(name: str, options: dict | None):
+    """(the dataset, or None when it is not here or not uploaded yet; its InputError)."""
     if options is None or not info[name]["available"]:
         return None, None
     try:
-        d = load_dataset(name, options_key(options))
-    except InputError:
-        return None, None
-    return d.n_train, int(d.x_train[0].size)
+        return load_dataset(name, options_key(options)), None
+    except InputError as e:
+        return None, e
 
 
 st.title("Playground")
@@ -135,14 +125,14 @@ with settings:
     # No format_func on bound widgets: Streamlit puts the displayed label in the URL,
     # and short names keep links readable (?dataset=digits&method=datalens).
     dataset = st.selectbox("Dataset", names, index=names.index(DEFAULTS["dataset"]),
-                           key="dataset", bind="query-params", on_change=_reset_knobs)
+                           key="dataset", bind="query-params")
     st.caption(f"{':green[available]' if info[dataset]['available'] else ':red[not available here]'} · "
                f"{info[dataset]['description']} · {info[dataset]['where']}")
     data_options: dict | None = {}
     if info[dataset]["needs_file"]:
         data_options = _upload(dataset)
     method = st.selectbox("Method", methods, index=methods.index(DEFAULTS["method"]),
-                          key="method", bind="query-params", on_change=_reset_knobs,
+                          key="method", bind="query-params",
                           help=" · ".join(f"{m} = {method_title(m)}" for m in methods))
     eps = st.select_slider("Privacy budget ε (log scale)", EPSILON_CHOICES,
                            value=DEFAULTS["eps"], key="eps", bind="query-params",
@@ -163,36 +153,43 @@ with settings:
 
     actions = st.container()  # Train / Stop sit here, above the long list of knobs
     module = get_method(method)
-    defaults = module.Params.for_dataset(dataset)
+    data, data_error = _load(dataset, data_options)
+    # Defaults derived from the data (its size and shape); the class defaults until the
+    # data is here (a file not uploaded yet), when nothing can train anyway.
+    defaults = default_params(method, data) if data is not None else module.Params()
+    _sync_knobs(method, dataset, data_options, defaults)
     values = {}
-    shape_info = _data_shape(dataset, data_options)
-    all_knobs = knobs(defaults, n_train=shape_info[0], n_dims=shape_info[1])
+    all_knobs = widgets(defaults, data)
     st.markdown(f"**{module.TITLE} settings** (defaults for {dataset})")
-    for k in [k for k in all_knobs if k.main]:
-        values[k.name] = knob_widget(method, k)
+    for w in [w for w in all_knobs if w.spec.main]:
+        values[w.name] = knob_widget(method, w)
     with st.expander("Advanced"):
-        for k in [k for k in all_knobs if not k.main]:
-            values[k.name] = knob_widget(method, k)
+        for w in [w for w in all_knobs if not w.spec.main]:
+            values[w.name] = knob_widget(method, w)
 
-    hint = HINTS.get((method, dataset))
-    if hint:
-        getattr(st, hint[0])(hint[1])
-
-    data = config = refuse = None
+    config = refuse = None
     if not info[dataset]["available"]:
         st.error(f"{dataset} is not available on this machine: {info[dataset]['where']}.")
-    elif data_options is not None:
+    elif data_error is not None:
+        show_input_error(data_error)
+    elif data is not None:
         try:
-            data = load_dataset(dataset, options_key(data_options))
             config = replace(config_from_settings(
                 dataset=dataset, method=method, eps=eps, delta=delta, seed=int(seed),
                 params=changed_params(defaults, values), data_options=data_options),
                 cnn_eval=cnn)
-            preview = module.privacy_preview(config, data)
+            preview = module.privacy_preview(config, make_params(method, data, config.params),
+                                             data)
         except InputError as e:
             show_input_error(e)
             config = None
         else:
+            # The method's own words: a caution (weak δ, settings that will not learn)
+            # and a teaching note.
+            if preview.get("warning"):
+                st.warning(preview["warning"])
+            if preview.get("hint"):
+                st.info(preview["hint"])
             draw_cost(preview)
             st.markdown("**Derived before training** (no data touched yet)")
             refuse = preview.get("refuse")
@@ -204,9 +201,7 @@ with settings:
             for i, (k, v) in enumerate(nums.items()):
                 cols[i % 2].metric(k, f"{v:.3g}" if isinstance(v, float) else f"{v:,}", help=k)
             for k, v in preview.items():
-                if k == "hint" and hint is None:
-                    st.info(v)
-                elif k not in ("hint", "refuse") and not isinstance(v, (int, float)):
+                if k not in ("hint", "warning", "refuse") and not isinstance(v, (int, float)):
                     st.caption(f"{k}: {v}")
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
 

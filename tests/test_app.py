@@ -1,5 +1,5 @@
 """The Streamlit app through streamlit.testing (AppTest), plus the pure helpers its pages
-use (ui/*.py, engine/ui_state.py, engine/demos.py). The training test drives the real engine."""
+use (ui/*.py, engine/demos.py). The training test drives the real engine."""
 
 import io
 import json
@@ -16,8 +16,8 @@ from engine.config import RunConfig
 from engine.records import RunRecord, RunStatus
 from engine.render import class_rows
 from engine.store import RunStore
-from engine.ui_state import config_from_settings, knobs
 from ui.choices import EPSILON_CHOICES, privacy_in_words
+from ui.knobs import config_from_settings, widgets
 from ui.marginals import marginal_bins
 from ui.runs_table import privacy_utility
 
@@ -62,8 +62,11 @@ def test_datalens_knobs_and_digits_hint(runs_root):
     assert any("near chance" in w.value for w in at.warning)
     from engine import datalens
     from engine.data import load
+    from engine.registry import make_params
 
-    preview = datalens.privacy_preview(RunConfig(method="datalens"), load("digits"))
+    digits = load("digits")
+    preview = datalens.privacy_preview(RunConfig(method="datalens"),
+                                       make_params("datalens", digits), digits)
     assert int(metric(at, "affordable steps").replace(",", "")) == preview["affordable steps"]
 
 
@@ -83,10 +86,11 @@ def _knob_values(at, method: str) -> dict:
 
 
 def _defaults(method: str, dataset: str) -> dict:
-    from engine.registry import get_method
+    from engine.data import load
+    from engine.registry import default_params
 
-    return {k.name: k.default for k in knobs(get_method(method).Params.for_dataset(dataset))
-            if k.kind != "choice" and k.kind != "bool"}
+    return {w.name: w.spec.default for w in widgets(default_params(method, load(dataset)))
+            if w.spec.kind in ("int", "float")}
 
 
 def test_switching_dataset_resets_knobs_even_when_the_url_holds_them(runs_root):
@@ -321,13 +325,18 @@ def test_config_from_settings_and_knob_bounds():
     with pytest.raises(InputError, match="epsilon"):
         config_from_settings(dataset="digits", method="dpmerf", eps="-1", delta="1e-5",
                              seed=0, params={})
+    from engine.data import load
     from engine.datalens import Params
 
-    ks = {k.name: k for k in knobs(Params.for_dataset("digits"), n_train=1000, n_dims=64)}
-    assert ks["teachers"].hi == 1000 and ks["top_k"].hi == 64
+    digits = load("digits")
+    ks = {w.name: w for w in widgets(Params.for_data(digits), digits)}
+    # Data-named bounds resolve against the data: as many teachers as records, top-k up
+    # to the pixels; the open bound sigma > 0 becomes the smallest float above 0.
+    assert ks["teachers"].hi == digits.n_train and ks["top_k"].hi == 64
+    assert 0 < ks["sigma"].lo < 1e-300 and ks["accountant"].spec.choices == tuple(privacy.ACCOUNTANTS)
     assert "teacher_widths" not in ks  # structural tuples are not knobs
-    assert all(k.lo is None or k.hi is None or k.lo <= k.default <= k.hi
-               for k in ks.values() if isinstance(k.default, (int, float)))
+    assert all(w.lo is None or w.hi is None or w.lo <= w.spec.default <= w.hi
+               for w in ks.values() if w.spec.kind in ("int", "float"))
     assert EPSILON_CHOICES[-1] == "inf"
 
 

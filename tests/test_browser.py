@@ -132,8 +132,11 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
     show the new dataset's defaults (the bug: digits → Fashion kept 45,000 steps)."""
     from playwright.sync_api import expect, sync_playwright
 
+    from engine.data import load
     from engine.datalens import Params as DLParams
     from engine.dpmerf import Params
+
+    digits, cancer = load("digits"), load("breast_cancer")
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
@@ -146,17 +149,17 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
 
             _pick(page, "Dataset", "breast_cancer")
             expect(page.get_by_text("defaults for breast_cancer")).to_be_visible(timeout=WAIT_MS)
-            expect(epochs).to_have_value(str(Params.for_dataset("breast_cancer").epochs))
+            expect(epochs).to_have_value(str(Params.for_data(cancer).epochs))
             expect(page.get_by_role("spinbutton", name="n features")).to_have_value(
-                f"{Params.for_dataset('breast_cancer').n_features}")
+                f"{Params.for_data(cancer).n_features}")
             expect(page).not_to_have_url(re.compile("dpmerf_epochs=45"))
 
             _pick(page, "Dataset", "digits")
-            expect(epochs).to_have_value(str(Params.for_dataset("digits").epochs),
+            expect(epochs).to_have_value(str(Params.for_data(digits).epochs),
                                          timeout=WAIT_MS)
             _pick(page, "Method", "datalens")
             teachers = page.get_by_role("spinbutton", name="teachers")
-            expect(teachers).to_have_value(str(DLParams.for_dataset("digits").teachers),
+            expect(teachers).to_have_value(str(DLParams.for_data(digits).teachers),
                                            timeout=WAIT_MS)
             expect(page).not_to_have_url(re.compile("dpmerf_"))
         finally:

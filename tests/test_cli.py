@@ -126,7 +126,7 @@ def test_out_folder_of_another_run_is_refused_unless_overwrite(tmp_path, capsys)
 
 
 def _interrupting_trainer(exc):
-    def train(config, data, device, stop):
+    def train(config, params, data, device, stop):
         from engine.events import Event
 
         yield Event("train", 1, 10, 0.1, loss=1.0)

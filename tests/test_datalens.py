@@ -17,6 +17,7 @@ from engine import datalens, privacy
 from engine.config import RunConfig
 from engine.data import Dataset, load
 from engine.errors import InputError
+from engine.registry import make_params
 
 torch.set_num_threads(1)
 
@@ -34,7 +35,15 @@ def digits():
 def _run(data, epsilon=1.0, stop=None, **over):
     cfg = RunConfig(method="datalens", dataset="digits", epsilon=epsilon, n_synthetic=50,
                     params={**TINY, **over})
-    return cfg, list(datalens.train(cfg, data, "cpu", stop or threading.Event()))
+    return cfg, list(_train(cfg, data, stop or threading.Event()))
+
+
+def _train(cfg, data, stop):
+    return datalens.train(cfg, make_params("datalens", data, cfg.params), data, "cpu", stop)
+
+
+def _preview(cfg, data):
+    return datalens.privacy_preview(cfg, make_params("datalens", data, cfg.params), data)
 
 
 # ------------------------------------------------------------------ Algorithm 2
@@ -138,7 +147,7 @@ def test_one_record_moves_the_vote_sum_by_at_most_2_sqrt_k(n, d, data):
 
 
 def test_validate_errors(digits):
-    base = datalens.Params.for_dataset("digits")
+    base = datalens.Params.for_data(digits)
     cases = {"top_k": (65, "top_k"), "teachers": (digits.n_train + 1, "teachers"),
              "sigma": (0.0, "sigma"), "beta": (1.5, "beta"), "clip": (-1.0, "clip"),
              "gamma": (0.0, "gamma"), "accountant": ("pld", "accountant"),
@@ -156,24 +165,26 @@ def test_validate_errors(digits):
 
 def test_preview_digits_has_hint_and_exact_steps(digits):
     cfg = RunConfig(method="datalens", dataset="digits", epsilon=1.0)
-    prev = datalens.privacy_preview(cfg, digits)
-    p = datalens.Params.for_dataset("digits")
+    prev = _preview(cfg, digits)
+    p = datalens.Params.for_data(digits)
     want = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma,
                                              batch=digits.n_train // p.teachers)
     assert prev["affordable steps"] == min(want, p.max_steps)
-    assert "chance" in prev["hint"]
+    # The small-data caution comes from the run's own numbers (95 teachers), not the name.
+    assert "near chance" in prev["warning"] and f"{p.teachers} teachers" in prev["warning"]
     assert prev["accountant"] == privacy.ACCOUNTANTS["exact"]
-    rdp = datalens.privacy_preview(replace(cfg, params={"accountant": "rdp"}), digits)
+    rdp = _preview(replace(cfg, params={"accountant": "rdp"}), digits)
     assert rdp["accountant"] == privacy.ACCOUNTANTS["rdp"]
 
 
 def test_preview_warns_when_delta_is_not_below_one_over_n(digits):
     """δ ≥ 1/n lets a mechanism publish one record outright; both methods' previews say so."""
-    weak = datalens.privacy_preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0,
-                                              delta=1e-3), digits)
+    enough = {"teachers": 1000, "records_per_teacher": 1}  # no small-data caution
+    weak = _preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-3,
+                              params=enough), digits)
     assert "1/n" in weak["warning"]
-    strong = datalens.privacy_preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0,
-                                                delta=1e-5), digits)
+    strong = _preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-5,
+                                params=enough), digits)
     assert "warning" not in strong
 
 
@@ -182,7 +193,7 @@ def test_preview_warns_when_delta_is_not_below_one_over_n(digits):
 
 def test_tiny_run_end_to_end_respects_the_budget(digits):
     cfg, events = _run(digits, epsilon=1.0)
-    p = datalens._params(cfg, digits)
+    p = make_params("datalens", digits, cfg.params)
     afford = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma, batch=5)
     assert 2 <= afford < 40  # the setting is sized so the budget, not max_steps, stops it
     train = [e for e in events if e.phase == "train"]
@@ -209,7 +220,7 @@ def test_stop_is_honoured(digits):
     stop = threading.Event()
     cfg = RunConfig(method="datalens", dataset="digits", epsilon=10.0, n_synthetic=20, params=TINY)
     events = []
-    for ev in datalens.train(cfg, digits, "cpu", stop):
+    for ev in _train(cfg, digits, stop):
         events.append(ev)
         if ev.phase == "train" and ev.step == 2:
             stop.set()
@@ -240,7 +251,7 @@ def test_nothing_but_the_noisy_votes_reaches_the_output(digits, monkeypatch):
     for data in (digits, other):
         cfg = RunConfig(method="datalens", dataset="digits", epsilon=math.inf, n_synthetic=30,
                         params={**TINY, "max_steps": 4})
-        runs.append(list(datalens.train(cfg, data, "cpu", threading.Event())))
+        runs.append(list(_train(cfg, data, threading.Event())))
     a, b = runs
     assert len(a) == len(b)
     for ea, eb in zip(a, b):

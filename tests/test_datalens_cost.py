@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from engine import datalens, datalens_cost
 from engine.config import RunConfig
 from engine.data import Dataset, load
 from engine.errors import InputError
+from engine.registry import make_params
 from engine.runner import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +36,7 @@ _MEASURE = textwrap.dedent("""
     from engine.config import RunConfig
     from engine.data import Dataset
     from engine.datalens_cost import memory_bytes
+    from engine.registry import make_params
     n = 12000
     rng = np.random.default_rng(0)
     x = rng.random((n, 1, 28, 28), dtype=np.float32)
@@ -51,9 +54,10 @@ _MEASURE = textwrap.dedent("""
         before = status("VmRSS")
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the high-water mark to the current resident set
-        for _ in datalens.train(cfg, data, "cpu", threading.Event()):
+        p = make_params("datalens", data, cfg.params)
+        for _ in datalens.train(cfg, p, data, "cpu", threading.Event()):
             pass
-        return memory_bytes(datalens._params(cfg, data), (1, 28, 28), 10, n), status("VmHWM") - before
+        return memory_bytes(p, (1, 28, 28), 10, n), status("VmHWM") - before
 
     run(2)
     estimate, measured = run(800)
@@ -87,8 +91,9 @@ def test_derived_defaults_fit_under_the_memory_limit(n):
 
 def test_defaults_follow_the_data_not_the_name():
     digits = load("digits")
-    assert datalens.Params.for_dataset("digits") == datalens.Params.for_data(digits)
-    assert datalens.Params.for_dataset("fashion_mnist") == datalens.Params.derived(60000, (1, 28, 28))
+    assert datalens.Params.for_data(digits) == datalens.Params.derived(1437, (1, 8, 8))
+    renamed = replace(digits, name="someone_elses_digits")
+    assert datalens.Params.for_data(renamed) == datalens.Params.for_data(digits)
     p = datalens.Params.for_data(digits)
     assert p.top_k == 16 and p.teachers == digits.n_train // 15  # a quarter of 64 pixels
 
@@ -107,7 +112,8 @@ def _too_big():
 
 def test_a_run_that_cannot_fit_is_refused_with_one_line():
     cfg = _too_big()
-    prev = datalens.privacy_preview(cfg, load("digits"))
+    digits = load("digits")
+    prev = datalens.privacy_preview(cfg, make_params("datalens", digits, cfg.params), digits)
     assert prev["estimated memory (GB)"] > 50
     assert "\n" not in prev["refuse"] and "use fewer teachers" in prev["refuse"]
     assert "GB" in prev["refuse"]
@@ -127,7 +133,8 @@ def test_cli_refuses_with_status_2(tmp_path):
 
 def test_preview_states_cost_before_training():
     digits = load("digits")
-    prev = datalens.privacy_preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0), digits)
+    cfg = RunConfig(method="datalens", dataset="digits", epsilon=10.0)
+    prev = datalens.privacy_preview(cfg, make_params("datalens", digits, cfg.params), digits)
     for key in ("estimated memory (GB)", "estimated s / iteration", "estimated seconds"):
         assert isinstance(prev[key], float) and prev[key] > 0, key
     assert "refuse" not in prev

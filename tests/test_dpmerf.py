@@ -14,12 +14,18 @@ from engine.data import Dataset, load
 from engine.device import resolve_device
 from engine.dpmerf import Params, privacy_preview, train
 from engine.errors import InputError
+from engine.registry import make_params
 from engine.runner import execute
 
 
 def run(config, data, stop=None):
-    events = list(train(config, data, resolve_device("cpu"), stop))
+    params = make_params("dpmerf", data, config.params)
+    events = list(train(config, params, data, resolve_device("cpu"), stop))
     return events, events[-1].result
+
+
+def preview(config, data):
+    return privacy_preview(config, make_params("dpmerf", data, config.params), data)
 
 
 def test_digits_end_to_end_writes_artifacts(tmp_path):
@@ -144,8 +150,8 @@ def test_stop_is_honoured(digits, tmp_path):
 
 
 def test_privacy_preview_tracks_epsilon(digits):
-    lo = privacy_preview(RunConfig(epsilon=0.5), digits)["noise multiplier (sigma)"]
-    hi = privacy_preview(RunConfig(epsilon=4.0), digits)["noise multiplier (sigma)"]
+    lo = preview(RunConfig(epsilon=0.5), digits)["noise multiplier (sigma)"]
+    hi = preview(RunConfig(epsilon=4.0), digits)["noise multiplier (sigma)"]
     assert lo > hi > 0
 
 
@@ -158,7 +164,7 @@ def test_privacy_preview_tracks_epsilon(digits):
 ])
 def test_params_validation(digits, override, match):
     with pytest.raises(InputError, match=match):
-        replace(Params.for_dataset("digits"), **override).validate(digits)
+        replace(Params.for_data(digits), **override).validate(digits)
 
 
 def test_single_class_data_is_refused():
@@ -210,9 +216,9 @@ def test_released_record_depends_only_on_its_own_z_and_label(digits):
 def test_preview_states_steps_seconds_and_memory(digits):
     from engine import dpmerf_cost
 
-    p = Params.for_dataset("digits")
-    short = privacy_preview(RunConfig(epsilon=1.0, params={"epochs": 10}), digits)
-    long = privacy_preview(RunConfig(epsilon=1.0, params={"epochs": 40}), digits)
+    p = Params.for_data(digits)
+    short = preview(RunConfig(epsilon=1.0, params={"epochs": 10}), digits)
+    long = preview(RunConfig(epsilon=1.0, params={"epochs": 40}), digits)
     assert short["estimated steps"] == math.ceil(10 * digits.n_train / p.batch_size)
     assert long["estimated steps"] == math.ceil(40 * digits.n_train / p.batch_size)
     # Same shapes, so the cached rates are reused: only the step count differs.
@@ -223,12 +229,12 @@ def test_preview_states_steps_seconds_and_memory(digits):
     assert 0 < short["estimated seconds"] < long["estimated seconds"] < math.inf
     assert dpmerf_cost.TORCH_BASELINE_GB < short["estimated memory (GB)"] < 2
     # More features, more memory; Fashion-sized data needs far more than digits.
-    wide = privacy_preview(RunConfig(epsilon=1.0, params={"epochs": 1, "n_features": 20_000}),
+    wide = preview(RunConfig(epsilon=1.0, params={"epochs": 1, "n_features": 20_000}),
                            digits)
     assert wide["estimated memory (GB)"] > short["estimated memory (GB)"]
     big = replace(digits, x_train=np.zeros((60_000, 1, 28, 28), np.float32),
                   y_train=np.zeros(60_000, np.int64))
-    assert 1.5 < dpmerf_cost.memory_gb(big, Params.for_dataset("fashion_mnist"), 60_000) < 2.5
+    assert 1.5 < dpmerf_cost.memory_gb(big, Params.for_data(big), 60_000) < 2.5
 
 
 @pytest.mark.parametrize("flags, expected", [({"avx2", "avx512f"}, "float32"),
@@ -244,7 +250,10 @@ def test_bf16_only_where_the_cpu_has_it(monkeypatch, flags, expected):
     assert choice == expected and why.startswith("auto:")
     # An explicit choice is kept whatever the CPU (the cost preview shows its price).
     assert projection_precision("bfloat16", resolve_device("cpu"))[0] == "bfloat16"
-    assert Params.for_dataset("fashion_mnist").projection == "auto"
+    fashion_sized = Dataset("f", "image", np.zeros((60_000, 1, 28, 28), np.float32),
+                            np.zeros(60_000, np.int64), np.zeros((1, 1, 28, 28), np.float32),
+                            np.zeros(1, np.int64), ["a", "b"], (1, 28, 28))
+    assert Params.for_data(fashion_sized).projection == "auto"
 
 
 def test_the_run_records_which_projection_ran(monkeypatch):
@@ -258,3 +267,28 @@ def test_the_run_records_which_projection_ran(monkeypatch):
         _, result = run(config, data)
         assert result.info["projection"] == expected
         assert result.info["projection_reason"].startswith("auto:")
+
+
+def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, capsys):
+    """prepare() builds the params and the preview once; the cost line and train() reuse
+    them (no second preview, no registry round trip inside the method)."""
+    from engine import dpmerf, registry
+    from engine.cli import main
+
+    calls = {"preview": 0, "params": 0}
+    real_preview, real_make = dpmerf.privacy_preview, registry.make_params
+
+    def preview_spy(*args):
+        calls["preview"] += 1
+        return real_preview(*args)
+
+    def make_spy(*args):
+        calls["params"] += 1
+        return real_make(*args)
+
+    monkeypatch.setattr(dpmerf, "privacy_preview", preview_spy)
+    monkeypatch.setattr("engine.runner.make_params", make_spy)
+    assert main(["train", "--out", str(tmp_path / "r"), "--n-features", "100", "--epochs", "1",
+                 "--no-eval", "--device", "cpu"]) == 0
+    assert calls == {"preview": 1, "params": 1}
+    assert "estimated:" in capsys.readouterr().err  # the cost line, from that one preview

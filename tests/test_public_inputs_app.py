@@ -11,10 +11,10 @@ from apptest import open_app
 def test_playground_warns_when_delta_is_not_below_one_over_n(runs_root):
     at = open_app({"dataset": "digits", "method": "dpmerf", "delta": "1e-3"})
     assert not at.exception
-    captions = [c.value for c in at.caption]
-    assert any("not below 1/n = 1/1,437" in c for c in captions), captions
+    warnings = [w.value for w in at.warning]  # the preview's "warning": a warning box
+    assert any("not below 1/n = 1/1,437" in w for w in warnings), warnings
     at = open_app({"dataset": "digits", "method": "dpmerf", "delta": "1e-5"})
-    assert not any("1/n" in c.value for c in at.caption)
+    assert not any("1/n" in w.value for w in [*at.warning, *at.caption])
 
 
 def test_csv_upload_says_what_is_public_and_takes_public_lists(runs_root):

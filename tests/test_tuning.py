@@ -9,23 +9,23 @@ from engine.config import RunConfig
 from engine.dpmerf import Params
 from engine.errors import InputError
 from engine.store import RunStore
+from engine.params import knob_specs
 from engine.tuning import differing_settings, parse_values, settings_label, sweep_configs
-from engine.ui_state import knobs
 
 
 def cfg(**kw):
     return RunConfig(**kw).to_dict()
 
 
-def test_only_settings_that_differ_from_the_datasets_defaults_are_shown():
-    d = Params.for_dataset("digits")
+def test_only_settings_that_differ_from_the_datasets_defaults_are_shown(digits):
+    d = Params.for_data(digits)
     assert differing_settings(cfg()) == {}
     # The CLI may spell out a default; it is still the default.
     assert differing_settings(cfg(params={"epochs": d.epochs, "lr": d.lr})) == {}
     assert differing_settings(cfg(params={"epochs": 7, "lr": d.lr})) == {"epochs": 7}
-    # Defaults are per dataset: Fashion's epochs=2 differs on digits and not on Fashion.
-    assert differing_settings(cfg(params={"epochs": 2})) == {"epochs": 2}
-    assert differing_settings(cfg(dataset="fashion_mnist", params={"epochs": 2})) == {}
+    # Defaults follow the data: breast_cancer's epochs=300 differs on digits, not there.
+    assert differing_settings(cfg(params={"epochs": 300})) == {"epochs": 300}
+    assert differing_settings(cfg(dataset="breast_cancer", params={"epochs": 300})) == {}
     # Tuples come back from JSON as lists.
     assert differing_settings(cfg(params={"gen_channels": [16, 8]})) == {}
     assert differing_settings(cfg(delta=1e-6, n_synthetic=100)) == {"delta": 1e-6,
@@ -43,8 +43,8 @@ def test_settings_label():
         "epochs=7, lr=0.02, gen_channels=32·16"
 
 
-def test_values_typed_by_hand_are_typed_and_checked():
-    ks = {k.name: k for k in knobs(Params.for_dataset("digits"))}
+def test_values_typed_by_hand_are_typed_and_checked(digits):
+    ks = {k.name: k for k in knob_specs(Params.for_data(digits))}
     assert parse_values(ks["epochs"], "10, 20,10") == [10, 20]
     assert parse_values(ks["lr"], "1e-3, 0.02") == [0.001, 0.02]
     assert parse_values(ks["labels"], "counts, balanced") == ["counts", "balanced"]
@@ -52,8 +52,11 @@ def test_values_typed_by_hand_are_typed_and_checked():
         parse_values(ks["epochs"], "1.5")
     with pytest.raises(InputError, match=r"labels values must each be one of balanced"):
         parse_values(ks["labels"], "maybe")
-    with pytest.raises(InputError, match=r"epochs must be in \[1, 1000\]"):
+    # The bounds are the method's own declaration, the same rule validate() applies.
+    with pytest.raises(InputError, match=r"epochs values must each be an int >= 1. Got 0"):
         parse_values(ks["epochs"], "0")
+    with pytest.raises(InputError, match=r"n_features values must each be an even int >= 2"):
+        parse_values(ks["n_features"], "301")
     with pytest.raises(InputError, match="one or more values"):
         parse_values(ks["epochs"], " , ")
 

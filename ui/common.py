@@ -24,9 +24,13 @@ from engine.errors import InputError
 from engine.config import RunConfig
 from engine.gallery import load_into as load_gallery
 from engine.jobs import JobManager, Submission
+from engine.registry import available_methods
 from engine.store import RunStore, default_root
 
-PALETTE = {"dpmerf": "#2563eb", "datalens": "#d97706"}
+# One colour per registered method, in registry order (DP-MERF blue, DataLens amber, ...),
+# so a new method gets its own colour without an edit here.
+_COLOURS = ("#2563eb", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2")
+PALETTE = {m: _COLOURS[i % len(_COLOURS)] for i, m in enumerate(available_methods())}
 REAL_NOTE = "real data — not private"
 
 

@@ -1,35 +1,29 @@
-"""One Playground widget per method knob, bound to the URL (engine.ui_state.Knob says
-which kind and bounds; engine.ui_state.knob_key names it, so the Playground can reset
-it when the dataset or method changes)."""
+"""One Playground widget per method knob, bound to the URL. ui/knobs.py says which
+knobs, their kinds and bounds (from the method's declarations) and their keys, so the
+Playground can reset them when the dataset or method changes."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from engine.ui_state import knob_key
+from ui.knobs import Widget, knob_key
 
 
-def knob_widget(method: str, k) -> object:
-    key = knob_key(method, k.name)
+def knob_widget(method: str, w: Widget) -> object:
+    k = w.spec
     label = k.name.replace("_", " ")
-    common = dict(key=key, help=k.help or None, bind="query-params")
+    common = dict(key=knob_key(method, k.name), help=k.help or None, bind="query-params")
     if k.kind == "int":
-        return st.number_input(label, min_value=int(k.lo) if k.lo is not None else None,
-                               max_value=int(k.hi) if k.hi is not None else None,
-                               value=int(k.default), step=int(k.step or 1), **common)
+        return st.number_input(label, min_value=int(w.lo) if w.lo is not None else None,
+                               max_value=int(w.hi) if w.hi is not None else None,
+                               value=None if k.default is None else int(k.default),
+                               step=int(k.multiple_of or 1),
+                               placeholder=k.none or None, **common)
     if k.kind == "float":
-        return st.number_input(label, min_value=float(k.lo) if k.lo is not None else None,
-                               max_value=float(k.hi) if k.hi is not None else None,
-                               value=float(k.default), format="%g", **common)
-    if k.kind == "optional_float":
-        return st.number_input(label, min_value=float(k.lo) if k.lo is not None else None,
-                               max_value=float(k.hi) if k.hi is not None else None,
-                               value=k.default, format="%g", placeholder="dataset default",
-                               **common)
-    if k.kind == "optional_int":
-        return st.number_input(label, min_value=int(k.lo) if k.lo is not None else None,
-                               max_value=int(k.hi) if k.hi is not None else None,
-                               value=k.default, step=1, placeholder="automatic", **common)
+        return st.number_input(label, min_value=None if w.lo is None else float(w.lo),
+                               max_value=None if w.hi is None else float(w.hi),
+                               value=None if k.default is None else float(k.default),
+                               format="%g", placeholder=k.none or None, **common)
     if k.kind == "bool":
         return st.checkbox(label, value=bool(k.default), **common)
     return st.selectbox(label, list(k.choices), index=list(k.choices).index(k.default),

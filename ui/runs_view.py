@@ -10,13 +10,13 @@ import streamlit as st
 
 from engine.config import parse_epsilon
 from engine.errors import InputError
-from engine.registry import available_methods, get_method
+from engine.registry import available_methods, default_params
 from engine.tuning import differing_settings, parse_values, settings_label, sweep_configs
 from engine.records import RunRecord, RunStatus
-from engine.ui_state import knobs
 from ui.choices import EPSILON_CHOICES, epsilon_label, format_epsilon
 from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, method_title,
                        show_input_error)
+from ui.knobs import widgets
 from ui.runs_table import metric_label
 
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -100,7 +100,7 @@ def sweep_panel(jm) -> None:
     c3, c4, c5 = st.columns([1, 1, 2])
     seeds = c3.number_input("seeds per setting", min_value=1, max_value=10, value=2,
                             key="sweep_seeds")
-    specs = {k.name: k for k in knobs(get_method(method).Params.for_dataset(dataset))}
+    specs = {w.name: w.spec for w in widgets(default_params(method, load_dataset(dataset)))}
     knob = c4.selectbox("also vary", ["(nothing)", *specs], key="sweep_knob")
     values_text = c5.text_input(
         "values (comma-separated)", key="sweep_values", disabled=knob == "(nothing)",
