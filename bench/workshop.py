@@ -7,8 +7,8 @@ browser runs, so the two cores go to the server and the trainers, not to the sim
 room. --browsers K makes the last K of them real pages (Playwright contexts in Debian's
 chromium); --client browser makes all N real pages (the previous benchmark, where 20
 Chromium pages took most of the machine). Every session opens the Playground, presses
-Train on the digits default (seed = session number, so the runs are distinct and none
-is reused), follows the page's own 1 s auto-refresh until the accuracy shows, and keeps
+Train on the digits default (seed = session number + 1, so the runs are distinct and
+none reuses a run of the gallery, whose seed is 0), follows the page's own 1 s auto-refresh until the accuracy shows, and keeps
 its tab open until the whole room is done. Meanwhile late visitors open the Playground
 again and again, timing each load. Bounded by --timeout.
 
@@ -153,8 +153,8 @@ async def ws_session(url: str, rec: dict, deadline: float, all_done: asyncio.Eve
                 rec["load_s"] = await s.load(load_timeout)
                 if not s.shows("noise multiplier (sigma)"):
                     raise RuntimeError("the Playground rendered without its derived σ")
-                await s.click("Train", 60)
-                await s.wait_for_text("started by you", 60)
+                await s.click("Train", load_timeout)
+                await s.wait_for_text("started by you", load_timeout)
                 rec["clicked"] = time.time()
                 await s.wait_for_text("Downstream accuracy", max(1.0, deadline - time.time()))
                 rec["seen_done"] = time.time()
@@ -210,7 +210,7 @@ async def room(url: str, n: int, browsers: int, timeout: float, query: str,
         t0 = time.time()
         tasks = []
         for i in range(n):  # a room arrives over a minute or so, not in one instant
-            rec = out[i] = {"query": f"seed={i}{query}", "browser": i >= n - browsers}
+            rec = out[i] = {"query": f"seed={i + 1}{query}", "browser": i >= n - browsers}
             if rec["browser"]:
                 coro = workshop_browser.session(browser, f"{url}/?{rec['query']}", rec,
                                                 deadline, LOAD_TIMEOUT_S, all_done)
@@ -335,7 +335,7 @@ def report(args, browsers: int, out: dict, late: list[float], wall: float, warm:
 
     print(f"{n} sessions: {n - browsers} light websocket clients (bench/ws_client.py) + "
           f"{browsers} Chromium pages; digits DP-MERF defaults"
-          f"{' + ' + args.query if args.query else ''}, seeds 0..{n - 1}, one arriving every "
+          f"{' + ' + args.query if args.query else ''}, seeds 1..{n}, one arriving every "
           f"{args.arrive_every:g} s; wall {wall:.0f} s; machine load average at the end "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"page load, instructor's first open (imports): {warm:.1f} s")
@@ -355,7 +355,7 @@ def report(args, browsers: int, out: dict, late: list[float], wall: float, warm:
     print(f"completion (created → finished)  : {_p(done, digits=0)}; one run trains+evaluates "
           f"in {statistics.median(train) if train else float('nan'):.0f} s (median)")
     print(f"CPU, share of one core           : server {server_share:.2f}, worker + trainers "
-          f"{train_share:.2f}, this benchmark's clients {client_share:.2f}; peak RSS server "
+          f"{train_share:.2f}, this benchmark's clients {client_share:.3f}; peak RSS server "
           f"{meter.peak_server_mb:.0f} MB, worker + trainers {meter.peak_train_mb:.0f} MB")
     unfinished = sum(r["status"] in ("queued", "running") for r in rows)
     owned = sum(1 for s in by_session if s is not None and len(by_session[s]) == 1)
