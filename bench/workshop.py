@@ -8,9 +8,9 @@ room. --browsers K makes the last K of them real pages (Playwright contexts in D
 chromium); --client browser makes all N real pages (the previous benchmark, where 20
 Chromium pages took most of the machine). Every session opens the Playground, presses
 Train on the digits default (seed = session number + 1, so the runs are distinct and
-none reuses a run of the gallery, whose seed is 0), follows the page's own 1 s auto-refresh until the accuracy shows, and keeps
-its tab open until the whole room is done. Meanwhile late visitors open the Playground
-again and again, timing each load. Bounded by --timeout.
+none reuses the gallery's seed-0 run), follows the page's own 1 s auto-refresh until the
+accuracy shows, and keeps its tab open until the whole room is done. Meanwhile late
+visitors open the Playground again and again, timing each load. Bounded by --timeout.
 
 Reports: page load p50/p95 (the N first opens, and the late visits made while all N are
 open), rerun latency p50/p95 (each auto-refresh of the live panel: request sent → its
