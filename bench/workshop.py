@@ -298,7 +298,7 @@ def main() -> None:
 
 
 def _self_cpu() -> float:
-    """CPU seconds of this process: the light clients and the meter (not the browsers)."""
+    """CPU seconds of this process: the light clients and the meter (Chromium not included)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
@@ -355,7 +355,7 @@ def report(args, browsers: int, out: dict, late: list[float], wall: float, warm:
     print(f"completion (created → finished)  : {_p(done, digits=0)}; one run trains+evaluates "
           f"in {statistics.median(train) if train else float('nan'):.0f} s (median)")
     print(f"CPU, share of one core           : server {server_share:.2f}, worker + trainers "
-          f"{train_share:.2f}, this benchmark's clients {client_share:.3f}; peak RSS server "
+          f"{train_share:.2f}, this process (light clients) {client_share:.3f}; peak RSS server "
           f"{meter.peak_server_mb:.0f} MB, worker + trainers {meter.peak_train_mb:.0f} MB")
     unfinished = sum(r["status"] in ("queued", "running") for r in rows)
     owned = sum(1 for s in by_session if s is not None and len(by_session[s]) == 1)
