@@ -316,9 +316,11 @@ def report(args, browsers: int, out: dict, late: list[float], wall: float, warm:
     by_session: dict[str, list[dict]] = {}
     for r in rows:
         by_session.setdefault(r["session"], []).append(r)
-    finished = [r for r in rows if r["status"] == "finished"
-                and (runs / r["id"] / "metrics.json").exists()
-                and json.loads((runs / r["id"] / "metrics.json").read_text())["status"] == "finished"]
+    def metrics_finished(r: dict) -> bool:
+        path = runs / r["id"] / "metrics.json"
+        return path.exists() and json.loads(path.read_text())["status"] == "finished"
+
+    finished = [r for r in rows if r["status"] == "finished" and metrics_finished(r)]
     waits = [r["started"] - r["created"] for r in finished]
     done = [r["ended"] - r["created"] for r in finished]
     train = [r["ended"] - r["started"] for r in finished]
