@@ -5,8 +5,8 @@ one shared JobManager (as ui/common.jobs() hands out), then poll its snapshot ev
 0.25 s until it is terminal. Reports, for N = 1, 4, 16: queue wait (queued → training),
 time to completion, throughput, memory of this (the app's) process — training runs in
 the worker's processes — and whether any run was lost (every run must be FINISHED in
-the store with its metrics.json on disk). bench/workshop.py does the same through real
-browser sessions.
+the store with its metrics.json on disk). bench/workshop.py does the same through the
+app itself: Streamlit sessions over its websocket protocol, or real browser pages.
 
     .venv/bin/python bench/load.py [--sessions 1 4 16] [--slots 1] [--no-eval]
 """

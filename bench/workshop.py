@@ -1,20 +1,27 @@
 """Benchmark (not a test): a workshop room on one server.
 
 Starts `streamlit run app.py` on a free localhost port with a fresh runs folder, then
-opens N browser sessions, one every --arrive-every seconds (Playwright contexts in
-Debian's /usr/bin/chromium; each context is its own Streamlit session). Every session opens the Playground, waits
-until it is usable, and presses Train on the digits default (seed = session number, so
-the runs are distinct and none is reused). While the runs queue and train, late
+opens N sessions, one every --arrive-every seconds. By default (--client ws) each is a
+light client speaking Streamlit's own websocket protocol (bench/ws_client.py): no
+browser runs, so the two cores go to the server and the trainers, not to the simulated
+room. --browsers K makes the last K of them real pages (Playwright contexts in Debian's
+chromium); --client browser makes all N real pages (the previous benchmark, where 20
+Chromium pages took most of the machine). Every session opens the Playground, presses
+Train on the digits default (seed = session number + 1, so the runs are distinct and
+none reuses the gallery's seed-0 run), follows the page's own 1 s auto-refresh until the
+accuracy shows, and keeps its tab open until the whole room is done. Meanwhile late
 visitors open the Playground again and again, timing each load. Bounded by --timeout.
 
-Reports: page load p50/p95 (the N first opens, and the late visits made while N
-sessions are open and training), queue wait and completion p50/p95 (from the store:
-created → trainer start, created → end), CPU of the server process and of the training
-processes (share of one core), peak memory, and whether anything was lost: every
-session must own exactly one run, FINISHED, with metrics.json, and show its accuracy.
+Reports: page load p50/p95 (the N first opens, and the late visits made while all N are
+open), rerun latency p50/p95 (each auto-refresh of the live panel: request sent → its
+run finished, while all N are open), queue wait and completion p50/p95 (from the store:
+created → trainer start, created → end), CPU of the server, of the training processes
+and of the benchmark's own clients (share of one core), peak memory, and whether
+anything was lost: every session must own exactly one run, FINISHED, with metrics.json,
+and show its accuracy.
 
-    nice -n 10 .venv/bin/python bench/workshop.py [--sessions 20] [--arrive-every 3]
-                                                  [--timeout 2400] [--query dpmerf_epochs=1]
+    nice -n 10 .venv/bin/python bench/workshop.py [--sessions 20] [--client ws|browser]
+        [--browsers 2] [--arrive-every 3] [--timeout 2400] [--query dpmerf_epochs=1]
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -38,10 +46,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run",
-        "--disable-dev-shm-usage"]
+from bench import workshop_browser  # noqa: E402
+from bench.workshop_browser import hold  # noqa: E402
+from bench.ws_client import Session  # noqa: E402
+
 TICK = os.sysconf("SC_CLK_TCK")
 LOAD_TIMEOUT_S = 300  # a page not usable by then counts as a failed load
 
@@ -135,107 +143,114 @@ def start_server(runs: Path, port: int) -> subprocess.Popen:
         time.sleep(0.3)
 
 
-async def open_playground(page, url: str) -> float:
-    """Seconds until the Playground is usable: Train enabled and the derived σ shown."""
-    from playwright.async_api import expect
-
-    t0 = time.perf_counter()
-    await page.goto(url, wait_until="domcontentloaded", timeout=LOAD_TIMEOUT_S * 1000)
-    await expect(page.get_by_role("button", name="Train", exact=True)).to_be_enabled(
-        timeout=LOAD_TIMEOUT_S * 1000)
-    await expect(page.get_by_text("noise multiplier (sigma)")).to_be_visible(
-        timeout=LOAD_TIMEOUT_S * 1000)
-    return time.perf_counter() - t0
-
-
-async def session(browser, url: str, seed: int, out: dict, deadline: float,
-                  query: str) -> None:
-    from playwright.async_api import expect
-
-    ctx = await browser.new_context(viewport={"width": 1280, "height": 1600})
-    page = await ctx.new_page()
-    rec = out.setdefault(seed, {})
+async def ws_session(url: str, rec: dict, deadline: float, all_done: asyncio.Event,
+                     load_timeout: float) -> None:
+    """A light session (bench/ws_client.py): open the Playground, press Train, follow the
+    page's own auto-refresh until the accuracy shows; keep the tab open until all are done."""
     try:
-        rec["load_s"] = await open_playground(page, f"{url}/?seed={seed}{query}")
-        # A click that lands while the page is still redrawing can be dropped: press
-        # again (while Train is enabled) until the run shows up, "started by you".
-        train = page.get_by_role("button", name="Train", exact=True)
-        for _ in range(5):
-            if await train.is_enabled():
-                await train.click()
+        async with Session(url, rec["query"]) as s:
             try:
-                await expect(page.get_by_text("started by you").first).to_be_visible(
-                    timeout=60_000)
-                break
-            except AssertionError:
-                continue
-        rec["clicked"] = time.time()
-        left = max(1.0, deadline - time.time())
-        await expect(page.get_by_text("Downstream accuracy")).to_be_visible(
-            timeout=left * 1000)
-        rec["seen_done"] = time.time()
+                rec["load_s"] = await s.load(load_timeout)
+                if not s.shows("noise multiplier (sigma)"):
+                    raise RuntimeError("the Playground rendered without its derived σ")
+                await s.click("Train", load_timeout)
+                await s.wait_for_text("started by you", load_timeout)
+                rec["clicked"] = time.time()
+                await s.wait_for_text("Downstream accuracy", max(1.0, deadline - time.time()))
+                rec["seen_done"] = time.time()
+                rec["done"] = True
+                await hold(all_done, deadline)
+            finally:
+                rec["reruns"] = s.timings.reruns
+                rec["media"] = s.timings.media
     except Exception as e:  # recorded, reported as lost or unfinished below
-        rec["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        rec["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
     finally:
-        out[seed] = rec
-        await ctx.close()
+        rec["done"] = True
 
 
-async def late_visitor(browser, url: str, loads: list[float], stop: asyncio.Event) -> None:
+async def ws_load(url: str, timeout: float) -> float:
+    """One fresh light session opens the Playground; its load time (inf if it never does)."""
+    try:
+        async with Session(url, "seed=999") as s:
+            took = await s.load(timeout)
+            return took if s.button("Train") is not None else float("inf")
+    except Exception:
+        return float("inf")
+
+
+async def late_visitor(load_once, loads: list[float], stop: asyncio.Event) -> None:
     """Opens the Playground in a fresh session every few seconds while the room trains."""
     while not stop.is_set():
-        ctx = await browser.new_context(viewport={"width": 1280, "height": 1600})
-        try:
-            loads.append(await open_playground(await ctx.new_page(), f"{url}/?seed=999"))
-        except Exception:
-            loads.append(float("inf"))  # a load that never completed counts as the worst
-        finally:
-            await ctx.close()
+        loads.append(await load_once())
         try:
             await asyncio.wait_for(stop.wait(), timeout=5.0)
         except asyncio.TimeoutError:
             pass
 
 
-async def room(url: str, n: int, timeout: float, query: str, arrive_every: float
-               ) -> tuple[dict, list[float], float, float]:
-    from playwright.async_api import async_playwright
-
+async def room(url: str, n: int, browsers: int, timeout: float, query: str,
+               arrive_every: float) -> tuple[dict, list[float], float, float]:
+    """N sessions arrive (the last `browsers` of them real Chromium pages), each trains
+    once; late visitors time fresh loads while all N are open."""
     out: dict = {}
     late: list[float] = []
     deadline = time.time() + timeout
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            # The instructor opens the app first: its first page imports torch and the
-            # datasets, as a server started before the room arrives has done already.
-            warm = await browser.new_context()
-            warm_s = await open_playground(await warm.new_page(), f"{url}/?seed=998")
-            await warm.close()
-            t0 = time.time()
-            sessions = []
-            for i in range(n):  # a room arrives over a minute or so, not in one instant
-                sessions.append(asyncio.create_task(
-                    session(browser, url, i, out, deadline, query)))
-                await asyncio.sleep(arrive_every)
-            # Late visits start once every session has its page (all N open).
-            while len([r for r in out.values() if "load_s" in r or "error" in r]) < n \
-                    and time.time() < deadline:
-                await asyncio.sleep(0.5)
-            stop = asyncio.Event()
-            visitor = asyncio.create_task(late_visitor(browser, url, late, stop))
-            await asyncio.gather(*sessions)
-            stop.set()
-            await visitor
-            wall = time.time() - t0
-        finally:
+    all_done = asyncio.Event()
+    pw = browser = None
+    if browsers:
+        from playwright.async_api import async_playwright
+
+        pw = await async_playwright().start()
+        browser = await workshop_browser.launch(pw)
+    try:
+        # The instructor opens the app first: its first page imports torch and the
+        # datasets, as a server started before the room arrives has done already.
+        warm = await ws_load(url, LOAD_TIMEOUT_S)
+        t0 = time.time()
+        tasks = []
+        for i in range(n):  # a room arrives over a minute or so, not in one instant
+            rec = out[i] = {"query": f"seed={i + 1}{query}", "browser": i >= n - browsers}
+            if rec["browser"]:
+                coro = workshop_browser.session(browser, f"{url}/?{rec['query']}", rec,
+                                                deadline, LOAD_TIMEOUT_S, all_done)
+            else:
+                coro = ws_session(url, rec, deadline, all_done, LOAD_TIMEOUT_S)
+            tasks.append(asyncio.create_task(coro))
+            await asyncio.sleep(arrive_every)
+        # Late visits start once every session has its page (all N open).
+        while sum("load_s" in r or "error" in r for r in out.values()) < n \
+                and time.time() < deadline:
+            await asyncio.sleep(0.5)
+        out["all_open_at"] = time.time()
+        stop = asyncio.Event()
+        if browsers == n:
+            load_once = lambda: workshop_browser.load_once(  # noqa: E731
+                browser, f"{url}/?seed=999", LOAD_TIMEOUT_S)
+        else:
+            load_once = lambda: ws_load(url, LOAD_TIMEOUT_S)  # noqa: E731
+        visitor = asyncio.create_task(late_visitor(load_once, late, stop))
+        while not all(out[i].get("done") for i in range(n)) and time.time() < deadline:
+            await asyncio.sleep(0.5)
+        out["all_done_at"] = time.time()
+        stop.set()
+        all_done.set()
+        await asyncio.gather(*tasks, visitor)
+        wall = time.time() - t0
+    finally:
+        if browser is not None:
             await browser.close()
-    return out, late, wall, warm_s
+            await pw.stop()
+    return out, late, wall, warm
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=20)
+    ap.add_argument("--client", choices=["ws", "browser"], default="ws",
+                    help="ws: light websocket sessions (default); browser: real Chromium pages")
+    ap.add_argument("--browsers", type=int, default=0,
+                    help="with --client ws: how many of the sessions are real pages instead")
     ap.add_argument("--timeout", type=float, default=2400.0,
                     help="seconds before unfinished sessions are given up (default 2400)")
     ap.add_argument("--arrive-every", type=float, default=3.0,
@@ -244,24 +259,32 @@ def main() -> None:
                     help="extra Playground URL settings, e.g. dpmerf_epochs=1 (default: "
                          "none, the digits default)")
     args = ap.parse_args()
-    if not os.path.exists(CHROMIUM):
-        raise SystemExit(f"{CHROMIUM} is absent: install Debian's chromium package.")
+    browsers = args.sessions if args.client == "browser" else args.browsers
+    if not 0 <= browsers <= args.sessions:
+        raise SystemExit(f"--browsers must lie in 0..{args.sessions}. Got {browsers}.")
+    if browsers and not os.path.exists(workshop_browser.CHROMIUM):
+        raise SystemExit(f"{workshop_browser.CHROMIUM} is absent: install Debian's chromium "
+                         "package, or use --client ws without --browsers.")
     runs = Path(tempfile.mkdtemp(prefix="dpsynth-workshop-"))
     port = free_port()
     server = start_server(runs, port)
     meter = CpuMeter(server.pid)
     meter.start()
+    me0 = _self_cpu()
     try:
         query = f"&{args.query}" if args.query else ""
         out, late, wall, warm = asyncio.run(room(f"http://localhost:{port}", args.sessions,
-                                           args.timeout, query, args.arrive_every))
+                                                 browsers, args.timeout, query,
+                                                 args.arrive_every))
         server_share, train_share = meter.shares()
+        client_share = (_self_cpu() - me0) / max(1e-9, time.time() - meter.t0)
         from engine import gallery
         from engine.store import RunStore
 
         store = RunStore(runs, recover=False)  # read before the server stops its worker
         # the precomputed gallery is in the store too; count only the room's own runs
         rows = [r for r in store.list_runs() if r.sweep != gallery.SWEEP]
+        store.close()
     finally:
         meter.done.set()
         server.terminate()
@@ -269,52 +292,84 @@ def main() -> None:
             server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
+    report(args, browsers, out, late, wall, warm, rows, runs,
+           (server_share, train_share, client_share), meter)
+    shutil.rmtree(runs, ignore_errors=True)
 
+
+def _self_cpu() -> float:
+    """CPU seconds of this process: the light clients and the meter (Chromium not included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _p(xs: list[float], unit: str = "s", digits: int = 1) -> str:
+    return (f"p50 {pct(xs, 50):.{digits}f} {unit}, p95 {pct(xs, 95):.{digits}f} {unit}, "
+            f"max {max(xs, default=float('nan')):.{digits}f} {unit}")
+
+
+def report(args, browsers: int, out: dict, late: list[float], wall: float, warm: float,
+           rows: list, runs: Path, shares: tuple[float, float, float],
+           meter: CpuMeter) -> None:
+    n = args.sessions
+    recs = [out[i] for i in range(n)]
     by_session: dict[str, list] = {}
     for r in rows:
         by_session.setdefault(r.session, []).append(r)
-    finished = [r for r in rows if r.status == "finished"
-                and (runs / r.run_id / "metrics.json").exists()
-                and json.loads((runs / r.run_id / "metrics.json").read_text())["status"] == "finished"]
+
+    def metrics_finished(r) -> bool:
+        path = runs / r.run_id / "metrics.json"
+        return path.exists() and json.loads(path.read_text())["status"] == "finished"
+
+    finished = [r for r in rows if r.status == "finished" and metrics_finished(r)]
     waits = [r.started - r.created for r in finished]
     done = [r.ended - r.created for r in finished]
     train = [r.ended - r.started for r in finished]
-    loads = [r["load_s"] for r in out.values() if "load_s" in r]
-    seen = [r for r in out.values() if "seen_done" in r]
-    errors = [r["error"] for r in out.values() if "error" in r]
+    ws_loads = [r["load_s"] for r in recs if "load_s" in r and not r["browser"]]
+    page_loads = [r["load_s"] for r in recs if "load_s" in r and r["browser"]]
+    opened, closed = out.get("all_open_at", float("inf")), out.get("all_done_at", 0.0)
+    reruns = [s for r in recs for t, s in r.get("reruns", ()) if opened <= t <= closed]
+    all_reruns = [s for r in recs for _, s in r.get("reruns", ())]
+    media = [s for r in recs for s in r.get("media", ())]
+    seen = [r for r in recs if "seen_done" in r]
+    errors = [r["error"] for r in recs if "error" in r]
     accs = [r.headline for r in finished if r.headline is not None]
-    store.close()
+    server_share, train_share, client_share = shares
 
-    print(f"{args.sessions} browser sessions (Playwright contexts in {CHROMIUM}), digits "
-          f"DP-MERF defaults{' + ' + args.query if args.query else ''}, seeds "
-          f"0..{args.sessions - 1}; wall {wall:.0f} s; "
-          f"machine load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{n} sessions: {n - browsers} light websocket clients (bench/ws_client.py) + "
+          f"{browsers} Chromium pages; digits DP-MERF defaults"
+          f"{' + ' + args.query if args.query else ''}, seeds 1..{n}, one arriving every "
+          f"{args.arrive_every:g} s; wall {wall:.0f} s; machine load average at the end "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"page load, instructor's first open (imports): {warm:.1f} s")
-    print(f"page load, N sessions arriving   : p50 {pct(loads, 50):.1f} s, "
-          f"p95 {pct(loads, 95):.1f} s, max {max(loads, default=float('nan')):.1f} s "
-          f"({len(loads)} of {args.sessions} loaded)")
-    print(f"page load, late visits while open: p50 {pct(late, 50):.1f} s, "
-          f"p95 {pct(late, 95):.1f} s, max {max(late, default=float('nan')):.1f} s "
-          f"({len(late)} visits)")
-    print(f"queue wait (created → training)  : p50 {pct(waits, 50):.0f} s, "
-          f"p95 {pct(waits, 95):.0f} s")
-    print(f"completion (created → finished)  : p50 {pct(done, 50):.0f} s, "
-          f"p95 {pct(done, 95):.0f} s; one run trains+evaluates in "
-          f"{statistics.median(train) if train else float('nan'):.0f} s (median)")
-    print(f"CPU, share of one core           : server {server_share:.2f}, "
-          f"worker + trainers {train_share:.2f}; peak RSS server {meter.peak_server_mb:.0f} MB, "
-          f"worker + trainers {meter.peak_train_mb:.0f} MB")
+    if n > browsers:
+        print(f"page load, ws sessions arriving  : {_p(ws_loads)} "
+              f"({len(ws_loads)} of {n - browsers} loaded)")
+    if browsers:
+        print(f"page load, Chromium pages arriving: {_p(page_loads)} "
+              f"({len(page_loads)} of {browsers} usable)")
+    print(f"page load, late visits while all {n} open: {_p(late)} ({len(late)} visits, "
+          f"{'Chromium' if browsers == n else 'ws'})")
+    if n > browsers:
+        print(f"rerun latency (1 s auto-refresh) while all {n} open: {_p(reruns, digits=2)} "
+              f"({len(reruns)} reruns; whole bench {_p(all_reruns, digits=2)}); "
+              f"images fetched: {len(media)}, {_p(media, digits=2)}")
+    print(f"queue wait (created → training)  : {_p(waits, digits=0)}")
+    print(f"completion (created → finished)  : {_p(done, digits=0)}; one run trains+evaluates "
+          f"in {statistics.median(train) if train else float('nan'):.0f} s (median)")
+    print(f"CPU, share of one core           : server {server_share:.2f}, worker + trainers "
+          f"{train_share:.2f}, this process (light clients) {client_share:.3f}; peak RSS server "
+          f"{meter.peak_server_mb:.0f} MB, worker + trainers {meter.peak_train_mb:.0f} MB")
     unfinished = sum(r.status in ("queued", "running") for r in rows)
     owned = sum(1 for s in by_session if s is not None and len(by_session[s]) == 1)
     print(f"runs: {len(rows)} in the store, {len(finished)} finished with metrics.json, "
           f"{owned} sessions own exactly one run, {len(seen)} pages showed the accuracy; "
           f"statuses {dict(Counter(r['status'] for r in rows))}; "
-          f"lost (missing or failed): {args.sessions - len(finished) - unfinished}, "
+          f"lost (missing or failed): {n - len(finished) - unfinished}, "
           f"unfinished at the time bound: {unfinished}; accuracy {min(accs, default=0):.3f}–"
           f"{max(accs, default=0):.3f}")
     for e in sorted(set(errors))[:5]:
         print("session error:", e)
-    shutil.rmtree(runs, ignore_errors=True)
 
 
 if __name__ == "__main__":
