@@ -70,17 +70,11 @@ def heterogeneous_features(x_num: torch.Tensor, x_cat: torch.Tensor | None,
     return torch.cat([phi, x_cat / math.sqrt(x_cat.shape[1])], dim=1)
 
 
-def labelled_embedding(features: torch.Tensor, y_onehot: torch.Tensor,
-                       m: int | None = None) -> torch.Tensor:
-    """(1/m) Σ_i f(x_i) y_iᵀ, shape (D, C). With C = 1 (all-ones y) it is the plain mean."""
-    m = len(features) if m is None else m
-    return features.T @ y_onehot / m
-
-
 def chunked_embedding(x: torch.Tensor, y_onehot: torch.Tensor, feature_fn,
                       chunk: int = 4096) -> torch.Tensor:
-    """The data embedding without holding all m×D features at once (60k×10k floats
-    would need 2.4 GB): sum f(x)ᵀy chunk by chunk, divide by m once."""
+    """(1/m) Σ_i f(x_i) y_iᵀ, shape (D, C) (with C = 1, all-ones y: the plain mean),
+    without holding all m×D features at once (60k×10k floats would need 2.4 GB): sum
+    f(x)ᵀy chunk by chunk, divide by m once."""
     total = None
     for start in range(0, len(x), chunk):
         part = feature_fn(x[start:start + chunk]).T @ y_onehot[start:start + chunk]

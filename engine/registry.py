@@ -27,6 +27,7 @@ module (the runner hands it its params).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import fields, replace
 from types import ModuleType
 

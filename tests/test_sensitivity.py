@@ -79,9 +79,11 @@ def test_heterogeneous_embedding_sensitivity(m, sizes, data, seed):
         return torch.cat([F.one_hot(torch.from_numpy(c[:, j]), s).float() for j, s in enumerate(sizes)], 1)
 
     def emb(rows):  # the dataset is rows[:m] with row i possibly swapped for row m
-        xn, xc = torch.from_numpy(num[rows]), onehot(codes[rows])
-        feats = fx.heterogeneous_features(xn, xc, w)
-        return fx.labelled_embedding(feats, F.one_hot(torch.from_numpy(y[rows]), 3).float())
+        # the product's path: numeric and one-hot columns side by side, features per chunk
+        x = torch.cat([torch.from_numpy(num[rows]), onehot(codes[rows])], 1)
+        return fx.chunked_embedding(x, F.one_hot(torch.from_numpy(y[rows]), 3).float(),
+                                    lambda b: fx.heterogeneous_features(b[:, :d_num], b[:, d_num:], w),
+                                    chunk=3)
 
     rows = np.arange(m)
     swapped = rows.copy()
@@ -121,8 +123,8 @@ def test_sensitivity_bound_is_attained():
     y = F.one_hot(torch.zeros(4, dtype=torch.long), 2).float()
     x2 = x.clone()
     x2[0] = 1.0
-    e1 = fx.labelled_embedding(fx.rff(x, w), y)
-    e2 = fx.labelled_embedding(fx.rff(x2, w), y)
+    e1 = fx.chunked_embedding(x, y, lambda b: fx.rff(b, w))
+    e2 = fx.chunked_embedding(x2, y, lambda b: fx.rff(b, w))
     assert abs(float((e1 - e2).norm()) - fx.EMBEDDING_SENSITIVITY / 4) < 1e-6
 
 
@@ -140,6 +142,7 @@ def test_rff_plus_pixels_embedding_sensitivity(case, seed, a):
     def emb(xx, yy):
         feats = fx.rff_and_pixels(torch.from_numpy(xx), w, a)
         assert (feats.double().norm(dim=1) <= 1 + 1e-6).all()
-        return fx.labelled_embedding(feats, F.one_hot(torch.from_numpy(yy), 4).float())
+        return fx.chunked_embedding(feats, F.one_hot(torch.from_numpy(yy), 4).float(), lambda f: f,
+                                    chunk=3)
 
     assert (emb(x, y) - emb(x2, y2)).double().norm() <= fx.EMBEDDING_SENSITIVITY / len(x) + TOL
