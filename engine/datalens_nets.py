@@ -125,7 +125,10 @@ class MLPTeacherEnsemble(nn.Module):
         self.n = n_teachers
         self.fc1_w = _normal(gen, n_teachers, d, hidden)
         self.fc1_b = nn.Parameter(torch.zeros(n_teachers, 1, hidden))
-        self.fc2_w = _normal(gen, n_teachers, hidden, n_classes)
+        # The output layer starts at zero: an untrained teacher has no opinion (its input
+        # gradient is 0), so the vote sums carry what teachers learned from their data,
+        # not thousands of random initial directions.
+        self.fc2_w = nn.Parameter(torch.zeros(n_teachers, hidden, n_classes))
         self.fc2_b = nn.Parameter(torch.zeros(n_teachers, 1, n_classes))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

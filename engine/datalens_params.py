@@ -52,6 +52,13 @@ class Params:
                                   "then collapses to black (Fashion, README).")
     lr_student: float = knob(1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                              help="Student's Adam lr.")
+    average_from: float = knob(0.4, lo=0.0, hi=1.0, hi_open=True,
+                               help="Release the mean of the student's weights over the steps "
+                                    "after this fraction of the run: it averages out the vote "
+                                    "noise (post-processing, free).")
+    sample_temperature: float = knob(0.5, lo=0.0, lo_open=True, hi=1.0,
+                                     help="Scale of z for the released samples: below 1 "
+                                          "trades diversity for typical samples.")
     max_steps: int = knob(300, lo=1, help="Cap on iterations (the budget may stop training "
                                           "earlier); the fixed step count when ε = ∞.")
     accountant: str = knob("exact", choices=tuple(privacy.ACCOUNTANTS),

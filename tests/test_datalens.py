@@ -270,3 +270,45 @@ def test_both_teacher_kinds_train(digits, teacher):
     r = events[-1].result
     assert r.x.shape == (50, 1, 8, 8) and np.isfinite(r.x).all()
     assert r.info["teacher"].startswith("MLP" if teacher == "small" else "official")
+
+
+def test_sample_temperature_narrows_released_samples(digits):
+    """A low temperature draws z nearer 0: samples of a class vary less (post-processing)."""
+    def spread(temperature):
+        _, events = _run(digits, epsilon=math.inf, max_steps=3, sample_temperature=temperature)
+        r = events[-1].result
+        return np.mean([r.x[r.y == c].std(0).mean() for c in range(10)])
+
+    assert spread(0.05) < 0.5 * spread(1.0)
+
+
+@pytest.mark.parametrize("average_from, averaged, models", [(0.0, 6, 1), (0.5, 3, 2), (0.99, 1, 2)])
+def test_released_student_is_the_mean_over_the_later_steps(digits, monkeypatch, average_from, averaged,
+                                                           models):
+    """The weight average takes exactly the steps after average_from·total, and the
+    released samples come from it, not from the last student."""
+    from torch.optim.swa_utils import AveragedModel
+
+    updates, sampled = [], []
+    real_update, real_sample = AveragedModel.update_parameters, datalens._sample
+    monkeypatch.setattr(AveragedModel, "update_parameters",
+                        lambda self, model: (updates.append(1), real_update(self, model)))
+    monkeypatch.setattr(datalens, "_sample", lambda model, *a, **kw: (sampled.append(model),
+                                                                       real_sample(model, *a, **kw))[1])
+    _, events = _run(digits, epsilon=math.inf, max_steps=6, average_from=average_from)
+    assert len(updates) == averaged
+    assert events[-1].result.x.shape == (50, 1, 8, 8)
+    # grids at steps 2, 4, 6 and the release: the live student until the average begins
+    assert len({id(m) for m in sampled}) == models
+    assert sampled[-1] is sampled[-2] and type(sampled[-1]).__name__ == "Student"
+
+
+def test_an_untrained_small_teacher_has_no_opinion():
+    """The small teachers' output layer starts at zero, so before any update every input
+    gradient, hence every teacher's preference, is exactly zero."""
+    from engine.datalens_nets import MLPTeacherEnsemble
+
+    teachers = MLPTeacherEnsemble(5, (1, 8, 8), 10, hidden=16)
+    x = torch.rand(5, 3, 1, 8, 8, requires_grad=True)
+    teachers(x, torch.randint(0, 10, (5, 3))).sum().backward()
+    assert torch.count_nonzero(x.grad) == 0
