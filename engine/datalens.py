@@ -3,7 +3,8 @@
 Algorithm 1 — N teacher discriminators, teacher i trained only on part i of a disjoint
 partition of the private training set; a student generator that never sees data. Per
 iteration: the teachers take `teacher_steps` steps on real vs synthetic; every teacher
-computes the gradient of its generator loss w.r.t. each of `batch` synthetic records;
+computes the gradient of its generator loss w.r.t. each of `batch` synthetic records
+(averaged over `vote_pool`×`vote_pool` pixel blocks: fewer coordinates, less noise each);
 Algorithm 2 (`topk_sto_sign`) turns each gradient into a k-sparse ±1 vote vector;
 Algorithm 3 (`top_agg`) sums the votes, adds Gaussian noise and thresholds; the student
 moves toward G(z) + γ·ĝ with an MSE loss. The released generator is the mean of the
@@ -106,6 +107,13 @@ def top_agg(votes: torch.Tensor, sigma: float, beta: float) -> torch.Tensor:
     total = votes.sum(dim=0, dtype=torch.float32)
     noisy = total + privacy.gaussian_noise(total.shape, sigma, device=total.device)
     return torch.where(noisy.abs() >= beta * n, torch.sign(noisy), torch.zeros_like(noisy))
+
+
+def unpool(g_hat: torch.Tensor, pool: int, image_shape: tuple[int, int, int]) -> torch.Tensor:
+    """Votes on pool×pool blocks, (batch, d / pool²), back to (batch, c, h, w): every
+    pixel of a block gets its block's aggregate."""
+    c, h, w = image_shape
+    return F.interpolate(g_hat.view(-1, c, h // pool, w // pool), scale_factor=pool, mode="nearest")
 
 
 # ------------------------------------------------------------------- accounting
@@ -235,8 +243,8 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
         # 2–3. every teacher's compressed vote per synthetic record; noisy aggregate
         y_syn = torch.randint(0, k_cls, (batch,), generator=gen, device=device)
         x_syn = student(z[:batch], y_syn)  # (batch, c, h, w)
-        votes = teacher_votes(teachers, x_syn, y_syn, p.top_k, p.clip, gen)
-        g_hat = top_agg(votes, sigma, p.beta).view_as(x_syn)
+        votes = teacher_votes(teachers, x_syn, y_syn, p.top_k, p.clip, gen, p.vote_pool)
+        g_hat = unpool(top_agg(votes, sigma, p.beta), p.vote_pool, data.image_shape)
         del votes
         # 4. student: move toward G(z) + γ·ĝ
         loss_s = F.mse_loss(x_syn, (x_syn + p.gamma * g_hat).detach())

@@ -55,12 +55,14 @@ def memory_bytes(params, image_shape, n_classes, n_train) -> dict[str, int]:
     n, m = params.teachers, params.partition_size(n_train)
     batch = params.synthetic_batch(n_train)
     d = image_shape[0] * image_shape[1] * image_shape[2]
-    k = params.top_k
+    k, voted = params.top_k, d // params.vote_pool ** 2
     rows = _activations_per_row(params, image_shape, n_classes)
     step = _F32 * n * m * (d + 2 * rows)  # the fakes plus real and fake activations
-    # teacher_votes: descent + its |·| + the zeroed int8 output, top-k values (4) and
-    # indices (8), the gathered, clipped, p, u values (4 each), int64 signs, then int8 votes
-    votes = n * batch * (2 * _F32 * d + d + rows * _F32 + k * (4 + 8 + 4 * 4 + 8 + 1))
+    # teacher_votes: the input gradient, the pooled descent, its |·|, the zeroed int8
+    # output, top-k values (4) and indices (8), the gathered, clipped, p, u values (4
+    # each), int64 signs, then int8 votes (without pooling the descent is the gradient)
+    pooled = _F32 * voted if params.vote_pool > 1 else 0
+    votes = n * batch * (_F32 * d + pooled + _F32 * voted + voted + rows * _F32 + k * (4 + 8 + 4 * 4 + 8 + 1))
     parts = {
         "teacher state": 4 * _F32 * n * _teacher_numel(params, image_shape, n_classes),
         "real partitions": n * m * (_F32 * d + 8),
@@ -93,7 +95,7 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
     small ensemble of the same shape on `device` and scaled to params.teachers."""
     key = (params.teacher, params.teacher_hidden, tuple(params.teacher_widths), tuple(image_shape),
            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
-           str(device))
+           params.vote_pool, str(device))
     t_step, t_votes = _probe(*key)
     scale = params.teachers / min(params.teachers, _PROBE_TEACHERS)
     step, votes = t_step * scale, t_votes * scale
@@ -103,7 +105,7 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
 
 
 @lru_cache(maxsize=32)
-def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, device_name):
+def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, pool, device_name):
     from dataclasses import replace
 
     from engine.datalens import Params, top_agg
@@ -134,6 +136,6 @@ def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, dev
 
     t_step = timed(lambda: teacher_update(teachers, opt, x, y, x.flip(1)))
     # votes and their aggregate (σ = 1 here: a timing of random votes on random images)
-    t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, min(top_k, x_syn[0].numel()),
-                                                  1e-5, gen), 1.0, 0.5))
+    t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, min(top_k, x_syn[0].numel() // pool ** 2),
+                                                  1e-5, gen, pool), 1.0, 0.5))
     return t_step, t_votes

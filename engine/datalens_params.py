@@ -29,7 +29,8 @@ class Params:
                          help="Teachers, each on its own disjoint slice of the data: more "
                               "teachers = more votes against the same noise.")
     top_k: int = knob(200, lo=1, hi="dim", main=True,
-                      help="Coordinates each teacher votes on per record; sensitivity 2√k.")
+                      help="Coordinates each teacher votes on per record (at most the pooled "
+                           "image's size); sensitivity 2√k.")
     sigma: float = knob(5000.0, lo=0.0, lo_open=True, main=True,
                         help="Std of the Gaussian noise added to each vote sum.")
     clip: float = knob(1e-5, lo=0.0, lo_open=True, main=True,
@@ -37,6 +38,10 @@ class Params:
                             "means, hence tiny (official code).")
     beta: float = knob(0.7, lo=0.0, hi=1.0, main=True,
                        help="Threshold: keep a coordinate when |noisy votes| ≥ β·teachers.")
+    vote_pool: int = knob(1, lo=1, main=True,
+                          help="Teachers vote on p×p blocks of pixels (the block's mean "
+                               "gradient) and the student moves a block's pixels alike: with "
+                               "p² fewer coordinates, top_k and σ can shrink for the same ε.")
     gamma: float = knob(1.0, lo=0.0, lo_open=True, hi=1e3,
                         help="Step toward G(z)+γ·ĝ; Adam makes its scale nearly irrelevant.")
     latent: int = knob(50, lo=1, help="z ~ U(−1, 1)^latent.")
@@ -88,16 +93,20 @@ class Params:
     def derived(cls, n_train: int, image_shape: tuple[int, int, int]) -> "Params":
         """Settings that scale with the data, anchored on the paper's 60,000 28×28 images:
         15 records per teacher and up to 4,000 teachers (fewer when memory would exceed
-        _DEFAULT_MEMORY); top-k a quarter of the pixels (200 of 784); σ = 1.25·N and
-        β = 0.7, the paper's noise-to-teachers ratio, so the noisy vote sums keep the
-        paper's signal-to-noise whatever N is — and a small N then buys few steps at a
-        small ε, which is the honest answer for small data. Small images get the smaller
-        student."""
+        _DEFAULT_MEMORY); votes on 2×2 pixel blocks for images above 256 pixels; top-k a
+        quarter of the voted coordinates (50 of 196 blocks; the paper: 200 of 784 pixels);
+        σ = 1.25·N and β = 0.7, the paper's noise-to-teachers ratio, both divided by the
+        block side, so the noisy vote sums keep the paper's signal-to-noise whatever N is —
+        and a small N then buys few steps at a small ε, which is the honest answer for
+        small data. Small images get the smaller student and no blocks."""
         from engine.datalens_cost import memory_bytes
 
         c, h, w = image_shape
         d = c * h * w
-        base = cls(top_k=max(1, min(d, round(200 * d / 784))), records_per_teacher=_RECORDS_PER_TEACHER)
+        pool = 1 if d <= 256 else 2
+        votes_dim = d // pool ** 2
+        base = cls(top_k=max(1, min(votes_dim, round(200 * votes_dim / 784))), vote_pool=pool,
+                   records_per_teacher=_RECORDS_PER_TEACHER)
         if d <= 256:
             # digits' measured figures (the app's hints) use these; the Fashion tuning did not cover them
             base = replace(base, latent=20, student_widths=(128, 32), first_teacher_steps=5,
@@ -108,7 +117,10 @@ class Params:
             if need <= _DEFAULT_MEMORY:
                 break
             teachers = max(1, int(teachers * 0.95 * _DEFAULT_MEMORY / need))
-        return replace(base, teachers=teachers, sigma=float(max(1, round(1.25 * teachers))))
+        # top_k/p² votes have sensitivity 2√k/p: σ/p keeps the noise multiplier (so the
+        # steps a given ε affords) and β/p the threshold-to-noise ratio.
+        return replace(base, teachers=teachers, sigma=float(max(1, round(1.25 * teachers / pool))),
+                       beta=base.beta / pool)
 
     def validate(self, dataset) -> "Params":
         """Each knob against its declaration (teachers ≤ n_train, top_k ≤ the data
@@ -116,10 +128,17 @@ class Params:
         if dataset.kind != "image" or dataset.image_shape is None:
             raise InputError(f"DataLens here supports image datasets only; {dataset.name!r} is "
                              f"{dataset.kind}. Use DP-MERF for tabular data.")
-        _, h, w = dataset.image_shape
+        c, h, w = dataset.image_shape
         if h % 4 or w % 4:
             raise InputError(f"DataLens's generator needs image sides divisible by 4; got {h}x{w}.")
         check_knobs(self, TITLE, dataset)
+        p = self.vote_pool
+        if h % p or w % p:
+            raise InputError(f"DataLens: vote_pool={p} must divide the image sides ({h}x{w}).")
+        if self.top_k > c * (h // p) * (w // p):
+            raise InputError(f"DataLens: top_k={self.top_k} is above the {c * (h // p) * (w // p)} "
+                             f"coordinates teachers vote on ({h}x{w} pixels in {p}x{p} blocks); "
+                             f"lower top_k or vote_pool.")
         return self
 
     def partition_size(self, n_train: int) -> int:

@@ -26,12 +26,13 @@ def teacher_update(teachers, opt, x_real: torch.Tensor, y_real: torch.Tensor, fa
 
 
 def teacher_votes(teachers, x_syn: torch.Tensor, y_syn: torch.Tensor, top_k: int, clip: float,
-                  gen: torch.Generator | None) -> torch.Tensor:
-    """(N, batch, d) int8 votes: each teacher's k-sparse ±1 vote per synthetic record.
+                  gen: torch.Generator | None, pool: int = 1) -> torch.Tensor:
+    """(N, batch, d / pool²) int8 votes: each teacher's k-sparse ±1 vote per synthetic record.
 
     The vote direction is the descent direction of the non-saturating generator loss
-    −log D_i(x) for each synthetic record. The clip is min(max|g|, c) per teacher, as the
-    official code; any clip leaves the votes ±1, so the 2√k sensitivity is unchanged.
+    −log D_i(x) for each synthetic record, averaged over pool×pool pixel blocks. The clip
+    is min(max|g|, c) per teacher, as the official code; neither the clip nor the pooling
+    changes what a vote is (k entries ±1), so the 2√k sensitivity is unchanged.
     """
     from engine.datalens import topk_sto_sign
 
@@ -40,6 +41,8 @@ def teacher_votes(teachers, x_syn: torch.Tensor, y_syn: torch.Tensor, top_k: int
     g_loss = F.softplus(-teachers(x_rep, y_syn.expand(n, batch))).mean(1).sum()
     (grad,) = torch.autograd.grad(g_loss, x_rep)
     del x_rep, g_loss
+    if pool > 1:
+        grad = F.avg_pool2d(grad.flatten(0, 1), pool).view(n, batch, -1)
     descent = grad.flatten(2).neg_()  # in place: one (N, batch, d) buffer, not two
     c_eff = torch.clamp(descent.abs().amax(dim=(1, 2), keepdim=True), max=clip, min=1e-30)
     return topk_sto_sign(descent, top_k, c_eff, gen=gen)

@@ -303,6 +303,26 @@ def test_released_student_is_the_mean_over_the_later_steps(digits, monkeypatch, 
     assert sampled[-1] is sampled[-2] and type(sampled[-1]).__name__ == "Student"
 
 
+def test_unpool_gives_every_pixel_its_blocks_vote():
+    g = torch.arange(2 * 3 * 2 * 2, dtype=torch.float32).view(2, 12)  # 2 records, 3 channels of 2×2 blocks
+    img = datalens.unpool(g, 2, (3, 4, 4))
+    assert img.shape == (2, 3, 4, 4)
+    for r, c, i, j in [(0, 0, 0, 0), (0, 0, 3, 1), (1, 2, 1, 2), (1, 1, 3, 3)]:
+        assert img[r, c, i, j] == g[r].view(3, 2, 2)[c, i // 2, j // 2]
+
+
+def test_vote_pool_trains_and_is_validated(digits):
+    _, events = _run(digits, epsilon=1.0, vote_pool=2, top_k=4, sigma=40.0)
+    r = events[-1].result
+    assert r.privacy["steps"] > 0 and r.x.shape == (50, 1, 8, 8) and np.isfinite(r.x).all()
+    base = replace(datalens.Params.for_data(digits), vote_pool=2)
+    with pytest.raises(InputError, match="top_k=17 is above the 16"):
+        replace(base, top_k=17).validate(digits)  # 8×8 in 2×2 blocks: 16 coordinates
+    with pytest.raises(InputError, match="vote_pool=3 must divide"):
+        replace(base, vote_pool=3, top_k=4).validate(digits)
+    assert replace(base, top_k=16).validate(digits)
+
+
 def test_an_untrained_small_teacher_has_no_opinion():
     """The small teachers' output layer starts at zero, so before any update every input
     gradient, hence every teacher's preference, is exactly zero."""

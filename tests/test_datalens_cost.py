@@ -81,7 +81,9 @@ def test_derived_defaults_fit_under_the_memory_limit(n):
     need = datalens_cost.memory_bytes(p, (1, 28, 28), 10, n)["total"]
     assert need <= 8e9  # the defaults' budget, under this 24 GB machine and most laptops
     assert p.partition_size(n) == 15 and p.teachers == min(4000, n // 15)
-    assert p.sigma == pytest.approx(1.25 * p.teachers, abs=1)  # the paper's noise-to-teachers ratio
+    # the paper's noise-to-teachers ratio and noise multiplier, voting on 2×2 blocks
+    assert p.vote_pool == 2 and p.top_k == 50 and p.beta == 0.35
+    assert p.sigma == pytest.approx(1.25 * p.teachers / 2, abs=1)
     x = np.zeros((n, 1, 28, 28), np.float32)
     y = np.arange(n) % 10
     data = Dataset("npz", "image", x, y, x[:5], y[:5], [str(i) for i in range(10)], (1, 28, 28))
@@ -96,6 +98,7 @@ def test_defaults_follow_the_data_not_the_name():
     assert datalens.Params.for_data(renamed) == datalens.Params.for_data(digits)
     p = datalens.Params.for_data(digits)
     assert p.top_k == 16 and p.teachers == digits.n_train // 15  # a quarter of 64 pixels
+    assert p.vote_pool == 1 and p.sigma == round(1.25 * p.teachers)  # small images
 
 
 def test_a_large_image_set_gets_fewer_teachers_not_more_memory():

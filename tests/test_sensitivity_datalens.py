@@ -88,3 +88,33 @@ def test_bound_is_attained_by_a_flipped_vote():
     b = datalens.topk_sto_sign(g2, k, 1.0)
     diff = a.sum(0, dtype=torch.float32) - b.sum(0, dtype=torch.float32)
     assert abs(float(diff.double().norm()) - 2 * math.sqrt(k)) < 1e-9
+
+
+@settings(max_examples=30, deadline=None)
+@given(pool=st.sampled_from([1, 2, 4]), batch=st.integers(1, 3), data=st.data())
+def test_votes_on_pixel_blocks_keep_the_2_sqrt_k_bound(pool, batch, data):
+    """teacher_votes with vote_pool: one teacher's parameters (its data) changed, every
+    other vote identical, and each record's vote sum moves by at most 2√k, where k counts
+    blocks (at most d / pool²)."""
+    from engine.datalens_nets import MLPTeacherEnsemble
+    from engine.datalens_step import teacher_votes
+
+    voted = 64 // pool ** 2
+    k = data.draw(st.integers(1, voted))
+    a = MLPTeacherEnsemble(5, (1, 8, 8), 3, hidden=4, seed=0)
+    with torch.no_grad():
+        a.fc2_w.normal_(generator=torch.Generator().manual_seed(1))
+    b = MLPTeacherEnsemble(5, (1, 8, 8), 3, hidden=4, seed=0)
+    b.load_state_dict(a.state_dict())
+    i = data.draw(st.integers(0, 4))
+    with torch.no_grad():  # teacher i trained on a different partition
+        b.fc1_w[i] = torch.from_numpy(data.draw(arrays(np.float32, b.fc1_w[i].shape,
+                                                       elements=st.floats(-10, 10, width=32))))
+    x = torch.rand(batch, 1, 8, 8, generator=torch.Generator().manual_seed(2))
+    y = torch.arange(batch) % 3
+    va, vb = (teacher_votes(t, x, y, k, 1e-5, torch.Generator().manual_seed(7), pool) for t in (a, b))
+    assert va.shape == (5, batch, voted) and ((va != 0).sum(-1) == k).all()
+    others = [j for j in range(5) if j != i]
+    assert torch.equal(va[others], vb[others])
+    diff = va.sum(0, dtype=torch.float32) - vb.sum(0, dtype=torch.float32)
+    assert (diff.norm(dim=-1) <= 2 * math.sqrt(k) + TOL).all()
