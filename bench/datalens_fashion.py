@@ -2,9 +2,12 @@
 regression trained on the synthetic set and tested on real records, over several seeds,
 with wall time, seconds per iteration and peak memory.
 
-Not a test. The issue's setting (ε=1, δ=1e-5, k=200, σ=5000, 4,000 small teachers, exact
-accounting → 149 iterations), three seeds, on this CPU:
+Not a test. The issue's budget (ε=1, δ=1e-5, 4,000 small teachers, exact accounting → 149
+iterations), three seeds, on this CPU, with the defaults (votes on 2×2 pixel blocks: k=50
+of 196, σ=2500, the same noise multiplier as the paper's k=200 of 784 pixels, σ=5000):
     python -m bench.datalens_fashion --seeds 0 1 2
+The paper's votes on single pixels:
+    python -m bench.datalens_fashion --param vote_pool=1 --param top_k=200 --param sigma=5000 --param beta=0.7
 The same on a GPU, or with the official conv teachers:
     python -m bench.datalens_fashion --device cuda --param teacher=official
 Settings are chosen on held-out TRAINING records (the test split stays untouched):
@@ -117,7 +120,7 @@ def main(argv=None) -> int:
           f"{'held-out training' if a.holdout else 'test'} records; device {device}; threads "
           f"{torch.get_num_threads()}")
     print(f"{p.teacher} teachers: {p.teachers} x {p.partition_size(data.n_train)} records, top_k {p.top_k}, "
-          f"sigma {p.sigma}, beta {p.beta}, clip {p.clip}")
+          f"sigma {p.sigma}, beta {p.beta}, clip {p.clip}, votes on {p.vote_pool}x{p.vote_pool} pixel blocks")
     print("preview:", preview)
     if "refuse" in preview:
         print(f"error: {preview['refuse']}", file=sys.stderr)
