@@ -153,7 +153,7 @@ def privacy_preview(config, p: Params, data) -> dict:
         "teachers": p.teachers,
         "records per teacher": p.partition_size(data.n_train),
         "synthetic records per step": batch,
-        "coordinates voted on": f"{math.prod(data.image_shape) // p.vote_pool ** 2} "
+        "coordinates voted on": f"{p.voted_coordinates(data.image_shape)} "
                                 f"({p.vote_pool}×{p.vote_pool} pixel blocks)",
         "vote threshold": p.beta * p.teachers,
     }

@@ -58,14 +58,15 @@ def memory_bytes(params, image_shape, n_classes, n_train) -> dict[str, int]:
     n, m = params.teachers, params.partition_size(n_train)
     batch = params.synthetic_batch(n_train)
     d = image_shape[0] * image_shape[1] * image_shape[2]
-    k, voted = params.top_k, d // params.vote_pool ** 2
+    k, voted = params.top_k, params.voted_coordinates(image_shape)
     rows = _activations_per_row(params, image_shape, n_classes)
     step = _F32 * n * m * (d + 2 * rows)  # the fakes plus real and fake activations
     # teacher_votes: the input gradient, the pooled descent, its |·|, the zeroed int8
     # output, top-k values (4) and indices (8), the gathered, clipped, p, u values (4
     # each), int64 signs, then int8 votes (without pooling the descent is the gradient)
     pooled = _F32 * voted if params.vote_pool > 1 else 0
-    votes = n * batch * (_F32 * d + pooled + _F32 * voted + voted + rows * _F32 + k * (4 + 8 + 4 * 4 + 8 + 1))
+    votes = n * batch * (_F32 * d + pooled + _F32 * voted + voted + rows * _F32
+                         + k * (4 + 8 + 4 * 4 + 8 + 1))
     parts = {
         "teacher state": 4 * _F32 * n * _teacher_numel(params, image_shape, n_classes),
         "real partitions": n * m * (_F32 * d + 8),
@@ -139,6 +140,6 @@ def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, poo
 
     t_step = timed(lambda: teacher_update(teachers, opt, x, y, x.flip(1)))
     # votes and their aggregate (σ = 1 here: a timing of random votes on random images)
-    t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, min(top_k, x_syn[0].numel() // pool ** 2),
-                                                  1e-5, gen, pool), 1.0, 0.5))
+    k = min(top_k, x_syn[0].numel() // pool ** 2)
+    t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, k, 1e-5, gen, pool), 1.0, 0.5))
     return t_step, t_votes

@@ -128,18 +128,24 @@ class Params:
         if dataset.kind != "image" or dataset.image_shape is None:
             raise InputError(f"DataLens here supports image datasets only; {dataset.name!r} is "
                              f"{dataset.kind}. Use DP-MERF for tabular data.")
-        c, h, w = dataset.image_shape
+        _, h, w = dataset.image_shape
         if h % 4 or w % 4:
             raise InputError(f"DataLens's generator needs image sides divisible by 4; got {h}x{w}.")
         check_knobs(self, TITLE, dataset)
         p = self.vote_pool
         if h % p or w % p:
             raise InputError(f"DataLens: vote_pool={p} must divide the image sides ({h}x{w}).")
-        if self.top_k > c * (h // p) * (w // p):
-            raise InputError(f"DataLens: top_k={self.top_k} is above the {c * (h // p) * (w // p)} "
+        if self.top_k > self.voted_coordinates(dataset.image_shape):
+            raise InputError(f"DataLens: top_k={self.top_k} is above the "
+                             f"{self.voted_coordinates(dataset.image_shape)} "
                              f"coordinates teachers vote on ({h}x{w} pixels in {p}x{p} blocks); "
                              f"lower top_k or vote_pool.")
         return self
+
+    def voted_coordinates(self, image_shape: tuple[int, int, int]) -> int:
+        """Length of a teacher's vote vector: the pixels counted in vote_pool² blocks."""
+        c, h, w = image_shape
+        return c * (h // self.vote_pool) * (w // self.vote_pool)
 
     def partition_size(self, n_train: int) -> int:
         """Records per teacher: n_train // teachers, capped at records_per_teacher."""
