@@ -118,7 +118,7 @@ def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, poo
     from engine.datalens_step import teacher_update, teacher_votes
 
     device = torch.device(device_name)
-    p = replace(Params(), teacher=teacher, teacher_hidden=hidden, teacher_widths=widths)
+    p = replace(Params(), teacher=teacher, teacher_hidden=hidden, teacher_widths=widths, vote_pool=pool)
     gen = torch.Generator(device=device).manual_seed(0)
     teachers = make_teachers(p, image_shape, n_classes, n_teachers=n).to(device)
     opt = torch.optim.Adam(teachers.parameters(), 1e-4, fused=True)
@@ -140,6 +140,6 @@ def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, poo
 
     t_step = timed(lambda: teacher_update(teachers, opt, x, y, x.flip(1)))
     # votes and their aggregate (σ = 1 here: a timing of random votes on random images)
-    k = min(top_k, x_syn[0].numel() // pool ** 2)
+    k = min(top_k, p.voted_coordinates(image_shape))
     t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, k, 1e-5, gen, pool), 1.0, 0.5))
     return t_step, t_votes

@@ -104,9 +104,9 @@ class Params:
         c, h, w = image_shape
         d = c * h * w
         pool = 1 if d <= 256 else 2
-        votes_dim = d // pool ** 2
-        base = cls(top_k=max(1, min(votes_dim, round(200 * votes_dim / 784))), vote_pool=pool,
-                   records_per_teacher=_RECORDS_PER_TEACHER)
+        base = cls(vote_pool=pool, records_per_teacher=_RECORDS_PER_TEACHER)
+        voted = base.voted_coordinates(image_shape)
+        base = replace(base, top_k=max(1, min(voted, round(200 * voted / 784))))
         if d <= 256:
             # digits' measured figures (the app's hints) use these; the Fashion tuning did not cover them
             base = replace(base, latent=20, student_widths=(128, 32), first_teacher_steps=5,
@@ -135,9 +135,9 @@ class Params:
         p = self.vote_pool
         if h % p or w % p:
             raise InputError(f"DataLens: vote_pool={p} must divide the image sides ({h}x{w}).")
-        if self.top_k > self.voted_coordinates(dataset.image_shape):
-            raise InputError(f"DataLens: top_k={self.top_k} is above the "
-                             f"{self.voted_coordinates(dataset.image_shape)} "
+        voted = self.voted_coordinates(dataset.image_shape)
+        if self.top_k > voted:
+            raise InputError(f"DataLens: top_k={self.top_k} is above the {voted} "
                              f"coordinates teachers vote on ({h}x{w} pixels in {p}x{p} blocks); "
                              f"lower top_k or vote_pool.")
         return self
