@@ -26,8 +26,9 @@ import numpy as np
 from engine import eta
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.processes import OWNER
 from engine.records import ACTIVE, RunRecord, RunStatus, record_fields
-from engine.store import OWNER, RunStore
+from engine.store import RunStore
 from engine.worker import CTX, HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, serve, worker_alive
 
 SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker

@@ -19,7 +19,8 @@ FINISHED by the code path that saw the trainer's "done" event; crashes become FA
 and runs whose process died (stale heartbeat at start-up) become INTERRUPTED, keeping
 the last metrics they logged.
 
-Reads return RunRecords (engine/records.py). A run's metrics are whatever the evaluator
+The tables and the row → RunRecord conversion are in engine/store_db.py. Reads return
+RunRecords (engine/records.py). A run's metrics are whatever the evaluator
 returned, kept as one JSON dict in the `summary` column, so a new score needs no column;
 stores from before that also hold `accuracy`/`real_accuracy` columns, now unused.
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import shutil
 import sqlite3
 import threading
@@ -41,76 +41,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.processes import OWNER, process_token
 from engine.records import (ACTIVE, TERMINAL, RunRecord, RunStatus, metrics_from_file,
                             numeric_metrics)
 
-__all__ = ["ACTIVE", "TERMINAL", "RunStatus", "RunStore", "default_root", "process_token"]
+__all__ = ["ACTIVE", "TERMINAL", "RunStatus", "RunStore", "default_root"]
 
 # A run whose heartbeat is older than this when a store opens belongs to a dead process.
 STALE_AFTER_S = 30.0
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    created REAL NOT NULL,
-    started REAL,
-    ended REAL,
-    heartbeat REAL,
-    status TEXT NOT NULL,
-    method TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    epsilon REAL,            -- NULL means inf (a non-private reference run)
-    delta REAL,
-    seed INTEGER,
-    sweep TEXT,
-    config TEXT NOT NULL,    -- RunConfig.to_json(), written once
-    step INTEGER DEFAULT 0,
-    total INTEGER DEFAULT 0,
-    epsilon_spent REAL,
-    summary TEXT,            -- the metrics: JSON {key: float}, final or the last probe's
-    message TEXT,
-    owner TEXT,              -- "pid:start-time" of the process running it
-    session TEXT,            -- the browser session that asked for it (NULL: CLI, gallery)
-    device TEXT,             -- the queue it waits in: "cpu" or "cuda:N"
-    phase TEXT,              -- last event phase: release, train, probe, evaluate, ...
-    eval_started REAL,       -- when the final evaluation began (for estimates)
-    stop_requested REAL      -- when someone pressed Stop
-);
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    value REAL,
-    time REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
-"""
-
-# Columns added after the first release, with their types (older stores get them).
-_ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
-          "eval_started": "REAL", "stop_requested": "REAL"}
 _QUEUED, _RUNNING = "queued", "running"
-
-
-def process_token(pid: int) -> str | None:
-    """"pid:start-time" names one process for good (a pid alone can be reused);
-    None when no live process has that pid (a zombie counts as dead)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        if sys.platform.startswith("linux"):
-            return None
-        try:  # no /proc: fall back to "is some process with this pid alive"
-            os.kill(pid, 0)
-        except OSError:
-            return None
-        return f"{pid}:?"
-    return None if fields[0] in ("Z", "X") else f"{pid}:{fields[19]}"
-
-
-OWNER = process_token(os.getpid())
 
 
 def default_root() -> Path:
@@ -121,13 +63,6 @@ def default_root() -> Path:
     home = os.environ.get("DPSYNTH_HOME") or Path(
         os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dp-synth-lab"
     return Path(home) / "runs"
-
-
-def _finite_or_none(x: Any) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 class RunStore:
@@ -143,13 +78,7 @@ class RunStore:
         # anyway, the lock just avoids "database is locked" retries.
         self._write = threading.Lock()
         with self._write:
-            con = self._con()
-            con.executescript(_SCHEMA)
-            have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
-            for col, kind in _ADDED.items():
-                if col not in have:  # stores written by an older version
-                    con.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
-            con.commit()
+            store_db.migrate(self._con())
         if recover:
             self.recover_stale(stale_after_s=stale_after_s)
 
@@ -157,11 +86,7 @@ class RunStore:
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
-            con = sqlite3.connect(self.db_path, timeout=30, check_same_thread=True)
-            con.row_factory = sqlite3.Row
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            self._local.con = con
+            con = self._local.con = store_db.connect(self.db_path)
         return con
 
     def _exec(self, sql: str, args: tuple = ()) -> int:
@@ -262,7 +187,7 @@ class RunStore:
                         phase: str | None = None) -> None:
         """Append metric rows for one event and refresh the run's progress and metrics."""
         now = time.time()
-        rows = [(run_id, k, int(step), _finite_or_none(v), now) for k, v in values.items()]
+        rows = [(run_id, k, int(step), store_db.finite_or_none(v), now) for k, v in values.items()]
         with self._write:
             con = self._con()
             if rows:
@@ -277,7 +202,7 @@ class RunStore:
                     args.append(now)
             if epsilon_spent is not None:
                 sets.append("epsilon_spent=?")
-                args.append(_finite_or_none(epsilon_spent))
+                args.append(store_db.finite_or_none(epsilon_spent))
             if metrics:
                 sets.append("summary=?")
                 args.append(json.dumps(numeric_metrics(metrics)))
@@ -354,7 +279,7 @@ class RunStore:
         train_s = float((metrics.get("seconds") or {}).get("train", 0.0))
         steps = int((metrics.get("info") or {}).get("steps", 0))
         spent = metrics.get("epsilon_spent")  # a number, or "inf" for ε = ∞ runs
-        spent = _finite_or_none(spent) if isinstance(spent, (int, float)) else None
+        spent = store_db.finite_or_none(spent) if isinstance(spent, (int, float)) else None
         now = time.time()
         eps = config.epsilon if math.isfinite(config.epsilon) else None
         with self._write:
@@ -372,11 +297,6 @@ class RunStore:
         return cur.rowcount == 1
 
     # ------------------------------------------------- names and tags (Runs & Compare)
-    # Their own table, created on first use: labels are the user's notes on a run and
-    # change any time, unlike the run's row, whose config is written once.
-    _LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_labels ("
-                      "run_id TEXT PRIMARY KEY, name TEXT NOT NULL, tags TEXT NOT NULL)")
-
     def set_label(self, run_id: str, *, name: str = "", tags: list[str] | tuple = ()) -> None:
         """Name a run and tag it (tags: short words; empty strings are dropped)."""
         if self.get_run(run_id) is None:
@@ -385,7 +305,7 @@ class RunStore:
         clean = list(dict.fromkeys(t for t in (" ".join(str(t).split())[:40] for t in tags) if t))
         with self._write:
             con = self._con()
-            con.execute(self._LABELS_SCHEMA)
+            con.execute(store_db.LABELS_SCHEMA)
             con.execute("INSERT OR REPLACE INTO run_labels VALUES (?,?,?)",
                         (run_id, name, json.dumps(clean)))
             con.commit()
@@ -401,7 +321,7 @@ class RunStore:
     # ------------------------------------------------------------------- reads
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self._con().execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-        return _record(row) if row is not None else None
+        return store_db.to_record(row) if row is not None else None
 
     def list_runs(self, *, method: str | None = None, dataset: str | None = None,
                   status: str | None = None, sweep: str | None = None) -> list[RunRecord]:
@@ -414,7 +334,7 @@ class RunStore:
                 args.append(val)
         sql = "SELECT * FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
         sql += " ORDER BY created DESC"
-        return [_record(r) for r in self._con().execute(sql, args)]
+        return [store_db.to_record(r) for r in self._con().execute(sql, args)]
 
     def metric_history(self, run_id: str) -> dict[str, list[tuple[int, float | None]]]:
         """{key: [(step, value), ...]} in logging order."""
@@ -437,7 +357,7 @@ class RunStore:
         """QUEUED and RUNNING runs in queue order (oldest first)."""
         rows = self._con().execute("SELECT * FROM runs WHERE status IN (?,?) "
                                    "ORDER BY created, rowid", (_QUEUED, _RUNNING))
-        return [_record(r) for r in rows]
+        return [store_db.to_record(r) for r in rows]
 
     def find_finished(self, config: RunConfig) -> str | None:
         """The newest FINISHED run with exactly this config, seed included, if any.
@@ -487,16 +407,3 @@ class RunStore:
             self._local.con = None
 
 
-def _record(row: sqlite3.Row) -> RunRecord:
-    """One `runs` row as a RunRecord (method, dataset, ε, δ, seed come from its config;
-    the columns that copy them are there for SQL filters)."""
-    return RunRecord(
-        run_id=row["id"], config=RunConfig.from_dict(json.loads(row["config"])),
-        status=RunStatus(row["status"]), created=row["created"], started=row["started"],
-        ended=row["ended"], heartbeat=row["heartbeat"], sweep=row["sweep"],
-        session=row["session"], owner=row["owner"], device=row["device"] or "cpu",
-        phase=row["phase"] or "", step=row["step"] or 0, total=row["total"] or 0,
-        epsilon_spent=row["epsilon_spent"],
-        metrics=numeric_metrics(json.loads(row["summary"])) if row["summary"] else {},
-        message=row["message"] or "", eval_started=row["eval_started"],
-        stop_requested=row["stop_requested"])

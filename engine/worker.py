@@ -35,7 +35,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from engine.errors import InputError
-from engine.store import OWNER, RunStatus, RunStore, process_token
+from engine.processes import OWNER, process_token
+from engine.store import RunStatus, RunStore
 
 POLL_S = 0.1  # how often the worker looks at the store (stop requests, new runs)
 STOP_GRACE_S = 1.0  # a stopped trainer gets this long to end cleanly, then it is killed

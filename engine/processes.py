@@ -1,0 +1,30 @@
+"""Naming a process for good: a pid plus its start time, so a reused pid never passes
+for the process that died (the store marks runs of dead processes INTERRUPTED)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def process_token(pid: int) -> str | None:
+    """"pid:start-time" names one process for good (a pid alone can be reused);
+    None when no live process has that pid (a zombie counts as dead)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        if sys.platform.startswith("linux"):
+            return None
+        try:  # no /proc: fall back to "is some process with this pid alive"
+            os.kill(pid, 0)
+        except OSError:
+            return None
+        return f"{pid}:?"
+    return None if fields[0] in ("Z", "X") else f"{pid}:{fields[19]}"
+
+
+OWNER = process_token(os.getpid())
+
+
+OWNER = process_token(os.getpid())  # this process

@@ -1,0 +1,105 @@
+"""What runs.db holds (engine/store.py's tables), how a connection is opened, how an older
+store is brought up to date, and how one `runs` row becomes a RunRecord.
+
+The store's behaviour lives in engine/store.py; this module is its on-disk format.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from engine.config import RunConfig
+from engine.records import RunRecord, RunStatus, numeric_metrics
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    started REAL,
+    ended REAL,
+    heartbeat REAL,
+    status TEXT NOT NULL,
+    method TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    epsilon REAL,            -- NULL means inf (a non-private reference run)
+    delta REAL,
+    seed INTEGER,
+    sweep TEXT,
+    config TEXT NOT NULL,    -- RunConfig.to_json(), written once
+    step INTEGER DEFAULT 0,
+    total INTEGER DEFAULT 0,
+    epsilon_spent REAL,
+    summary TEXT,            -- the metrics: JSON {key: float}, final or the last probe's
+    message TEXT,
+    owner TEXT,              -- "pid:start-time" of the process running it
+    session TEXT,            -- the browser session that asked for it (NULL: CLI, gallery)
+    device TEXT,             -- the queue it waits in: "cpu" or "cuda:N"
+    phase TEXT,              -- last event phase: release, train, probe, evaluate, ...
+    eval_started REAL,       -- when the final evaluation began (for estimates)
+    stop_requested REAL      -- when someone pressed Stop
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    value REAL,
+    time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
+"""
+
+# Columns added after the first release, with their types (older stores get them).
+_ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
+          "eval_started": "REAL", "stop_requested": "REAL"}
+
+# Names and tags have their own table, created on first use: labels are the user's notes
+# on a run and change any time, unlike the run's row, whose config is written once.
+LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_labels ("
+                 "run_id TEXT PRIMARY KEY, name TEXT NOT NULL, tags TEXT NOT NULL)")
+
+
+def connect(db_path: Path) -> sqlite3.Connection:
+    """A connection for one thread: rows by column name, WAL so readers never wait on
+    the worker's writes."""
+    con = sqlite3.connect(db_path, timeout=30, check_same_thread=True)
+    con.row_factory = sqlite3.Row
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    return con
+
+
+def migrate(con: sqlite3.Connection) -> None:
+    """Create the tables if missing and add the columns older stores lack."""
+    con.executescript(_SCHEMA)
+    have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+    for col, kind in _ADDED.items():
+        if col not in have:  # stores written by an older version
+            con.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
+    con.commit()
+
+
+def finite_or_none(x: Any) -> float | None:
+    """A value for a REAL column: NaN and ±inf are stored as NULL (missing), not as text."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def to_record(row: sqlite3.Row) -> RunRecord:
+    """One `runs` row as a RunRecord (method, dataset, ε, δ, seed come from its config;
+    the columns that copy them are there for SQL filters)."""
+    return RunRecord(
+        run_id=row["id"], config=RunConfig.from_dict(json.loads(row["config"])),
+        status=RunStatus(row["status"]), created=row["created"], started=row["started"],
+        ended=row["ended"], heartbeat=row["heartbeat"], sweep=row["sweep"],
+        session=row["session"], owner=row["owner"], device=row["device"] or "cpu",
+        phase=row["phase"] or "", step=row["step"] or 0, total=row["total"] or 0,
+        epsilon_spent=row["epsilon_spent"],
+        metrics=numeric_metrics(json.loads(row["summary"])) if row["summary"] else {},
+        message=row["message"] or "", eval_started=row["eval_started"],
+        stop_requested=row["stop_requested"])
