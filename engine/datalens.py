@@ -7,8 +7,9 @@ computes the gradient of its generator loss w.r.t. each of `batch` synthetic rec
 (averaged over `vote_pool`×`vote_pool` pixel blocks: fewer coordinates, less noise each);
 Algorithm 2 (`topk_sto_sign`) turns each gradient into a k-sparse ±1 vote vector;
 Algorithm 3 (`top_agg`) sums the votes, adds Gaussian noise and thresholds; the student
-moves toward G(z) + γ·ĝ with an MSE loss. The released generator is the mean of the
-student's weights over the later steps, sampled with z scaled by `sample_temperature`.
+moves toward G(z) + γ·ĝ with an MSE loss (`student_steps` Adam steps per released ĝ).
+The released generator is the mean of the student's weights over the later steps,
+sampled with z scaled by `sample_temperature`.
 
 Privacy assumption (replace-one neighbours): one private record lives in exactly one
 teacher's partition (`partition` is disjoint), so changing it changes at most that
@@ -248,11 +249,16 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
         votes = teacher_votes(teachers, x_syn, y_syn, p.top_k, p.clip, gen, p.vote_pool)
         g_hat = unpool(top_agg(votes, sigma, p.beta), p.vote_pool, data.image_shape)
         del votes
-        # 4. student: move toward G(z) + γ·ĝ
-        loss_s = F.mse_loss(x_syn, (x_syn + p.gamma * g_hat).detach())
-        opt_s.zero_grad(set_to_none=True)
-        loss_s.backward()
-        opt_s.step()
+        # 4. student: move toward G(z) + γ·ĝ, student_steps times; the target is fixed
+        # once ĝ is released, so extra steps read only released values (post-processing)
+        target = (x_syn + p.gamma * g_hat).detach()
+        for extra in range(p.student_steps):
+            if extra:
+                x_syn = student(z[:batch], y_syn)
+            loss_s = F.mse_loss(x_syn, target)
+            opt_s.zero_grad(set_to_none=True)
+            loss_s.backward()
+            opt_s.step()
         if step > average_after:
             average.update_parameters(student)
         info_votes.append(float((g_hat != 0).float().mean()))

@@ -57,6 +57,10 @@ class Params:
                                   "then collapses to black (Fashion, README).")
     lr_student: float = knob(1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                              help="Student's Adam lr.")
+    student_steps: int = knob(1, lo=1, hi=20,
+                              help="Student updates toward each released aggregate (official: "
+                                   "1). The extra steps reuse the noisy votes already paid "
+                                   "for: post-processing, no privacy cost.")
     average_from: float = knob(0.4, lo=0.0, hi=1.0, hi_open=True,
                                help="Release the mean of the student's weights over the steps "
                                     "after this fraction of the run: it averages out the vote "

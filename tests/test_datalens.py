@@ -238,19 +238,20 @@ def test_non_private_run_uses_fixed_steps_and_no_noise(digits):
     assert math.isinf(r.privacy["epsilon_spent"])
 
 
-def test_nothing_but_the_noisy_votes_reaches_the_output(digits, monkeypatch):
+@pytest.mark.parametrize("student_steps", [1, 3])
+def test_nothing_but_the_noisy_votes_reaches_the_output(digits, monkeypatch, student_steps):
     """Issue 11: the teachers' loss on the real partitions (or any other statistic of them)
     must not be released. Cut the one private path — the noisy vote aggregate — and train
     on two different private sets: every event (loss, metrics, samples) and the result
     (images, privacy report, info) must then be identical, because nothing else may depend
-    on the private records."""
+    on the private records — also when the student takes several steps per release."""
     monkeypatch.setattr(datalens, "top_agg", lambda votes, sigma, beta: torch.zeros(
         votes.shape[1:], dtype=torch.float32))
     other = replace(digits, x_train=1.0 - digits.x_train, y_train=(digits.y_train + 3) % 10)
     runs = []
     for data in (digits, other):
         cfg = RunConfig(method="datalens", dataset="digits", epsilon=math.inf, n_synthetic=30,
-                        params={**TINY, "max_steps": 4})
+                        params={**TINY, "max_steps": 4, "student_steps": student_steps})
         runs.append(list(_train(cfg, data, threading.Event())))
     a, b = runs
     assert len(a) == len(b)
@@ -261,6 +262,26 @@ def test_nothing_but_the_noisy_votes_reaches_the_output(digits, monkeypatch):
             assert np.array_equal(ea.samples[0], eb.samples[0])
     ra, rb = a[-1].result, b[-1].result
     assert np.array_equal(ra.x, rb.x) and ra.privacy == rb.privacy and ra.info == rb.info
+
+
+def test_extra_student_steps_reuse_each_release(digits, monkeypatch):
+    """student_steps > 1 is post-processing: the same number of noisy aggregates is
+    released (one per iteration) and the privacy report is unchanged; only the student
+    moves more often."""
+    aggregates, student_updates = [], []
+    real_agg = datalens.top_agg
+    monkeypatch.setattr(datalens, "top_agg", lambda *a: (aggregates.append(1), real_agg(*a))[1])
+    real_mse = datalens.F.mse_loss
+    monkeypatch.setattr(datalens.F, "mse_loss", lambda *a, **k: (student_updates.append(1), real_mse(*a, **k))[1])
+    reports = {}
+    for steps in (1, 3):
+        aggregates.clear(), student_updates.clear()
+        _, events = _run(digits, epsilon=10.0, max_steps=4, student_steps=steps)
+        report = events[-1].result.privacy
+        assert len(aggregates) == report["steps"] == 4
+        assert len(student_updates) == steps * 4
+        reports[steps] = report
+    assert reports[1] == reports[3]
 
 
 @pytest.mark.parametrize("teacher", ["small", "official"])
