@@ -83,7 +83,7 @@ def build_parser() -> _Parser:
     g.add_argument("--only", default="", help="only entries whose name contains this text")
     g.add_argument("--no-fashion", action="store_true", help="digits only")
     g.add_argument("--fashion-datalens", action="store_true",
-                   help="also DataLens on Fashion-MNIST (hours on a CPU)")
+                   help="also DataLens on Fashion-MNIST (about an hour on a CPU)")
     g.add_argument("--rebuild", action="store_true", help="retrain entries already built")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")

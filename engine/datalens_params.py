@@ -57,7 +57,7 @@ class Params:
                                   "then collapses to black (Fashion, README).")
     lr_student: float = knob(1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                              help="Student's Adam lr.")
-    student_steps: int = knob(3, lo=1, hi=20,
+    student_steps: int = knob(5, lo=1, hi=20,
                               help="Student updates toward each released aggregate (official: "
                                    "1). The extra steps reuse the noisy votes already paid "
                                    "for: post-processing, no privacy cost (Fashion, README).")
@@ -65,7 +65,7 @@ class Params:
                                help="Release the mean of the student's weights over the steps "
                                     "after this fraction of the run: it averages out the vote "
                                     "noise (post-processing, free).")
-    sample_temperature: float = knob(0.5, lo=0.0, lo_open=True, hi=1.0,
+    sample_temperature: float = knob(0.75, lo=0.0, lo_open=True, hi=1.0,
                                      help="Scale of z for the released samples: below 1 "
                                           "trades diversity for typical samples.")
     max_steps: int = knob(300, lo=1, help="Cap on iterations (the budget may stop training "
@@ -114,7 +114,7 @@ class Params:
         if d <= 256:
             # digits' measured figures (the app's hints) use these; the Fashion tuning did not cover them
             base = replace(base, latent=20, student_widths=(128, 32), first_teacher_steps=5,
-                           lr_teacher=2e-4, student_steps=1)
+                           lr_teacher=2e-4, student_steps=1, sample_temperature=0.5)
         teachers = max(1, min(_MAX_TEACHERS, n_train // _RECORDS_PER_TEACHER))
         while teachers > 1:  # memory is linear in the teachers at a fixed part size
             need = memory_bytes(replace(base, teachers=teachers), image_shape, 10, n_train)["total"]
