@@ -1,10 +1,11 @@
 """The gallery: precomputed runs, so a newcomer sees the privacy–utility tradeoff at once.
 
 `python -m engine gallery` trains each method × ε ∈ {0.1, 0.3, 1, 3, 10, ∞} on digits,
-and DP-MERF on Fashion-MNIST where its files are installed (DataLens on Fashion takes
-about an hour for the six ε on a 2-core CPU: `--fashion-datalens` adds it). Every run goes through the project's own
-`runner.execute`, with the dataset's defaults, so a gallery run is exactly what the
-Playground would have trained. Only the small files are kept, committed under
+and DP-MERF on Fashion-MNIST where its files are installed (DataLens on Fashion is ~1,070
+iterations over the six ε at ~3.3 s each on a 2-core CPU, about an hour:
+`--fashion-datalens` adds it). Every run goes through the project's own `runner.execute`,
+with the dataset's defaults, so a gallery run is exactly what the Playground would have
+trained. Only the small files are kept, committed under
 assets/gallery/<name>/: config.json, metrics.json, samples.png.
 
 At app start-up `load_into(store)` registers each as a FINISHED run with id
