@@ -19,7 +19,11 @@ def teacher_update(teachers, opt, x_real: torch.Tensor, y_real: torch.Tensor, fa
 
     The loss is deliberately not returned: it is a statistic of the real partitions and
     is never released (no noise protects it)."""
-    loss = F.softplus(-teachers(x_real, y_real)).mean(1) + F.softplus(teachers(fake, y_real)).mean(1)
+    m = x_real.shape[1]
+    # One pass over real and fake together: the first layer's weight gradient is then one
+    # batched matmul instead of two summed ones (~half the backward time at 4,000 teachers).
+    logits = teachers(torch.cat([x_real, fake], 1), torch.cat([y_real, y_real], 1))
+    loss = F.softplus(-logits[:, :m]).mean(1) + F.softplus(logits[:, m:]).mean(1)
     opt.zero_grad(set_to_none=True)
     loss.sum().backward()  # teachers' losses are independent: sum = per-teacher grads
     opt.step()
