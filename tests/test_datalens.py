@@ -353,3 +353,48 @@ def test_an_untrained_small_teacher_has_no_opinion():
     x = torch.rand(5, 3, 1, 8, 8, requires_grad=True)
     teachers(x, torch.randint(0, 10, (5, 3))).sum().backward()
     assert torch.count_nonzero(x.grad) == 0
+
+
+@pytest.mark.parametrize("teacher", ["small", "official"])
+def test_a_teacher_step_reads_only_that_teachers_records(teacher):
+    """Real and fake records go through the ensemble in one pass, yet teacher i's update
+    depends on its own part alone: changing every other teacher's records (real and fake)
+    leaves teacher i's new weights bit-for-bit the same, and the step equals the two-pass
+    loss (real and fake scored apart) — no statistic is shared across records."""
+    import torch.nn.functional as F
+
+    from engine.datalens_nets import make_teachers
+    from engine.datalens_step import teacher_update
+
+    p = replace(datalens.Params(), teacher=teacher, teacher_hidden=8, teacher_widths=(3, 4, 8))
+    x_real, fake = torch.rand(4, 3, 1, 8, 8), torch.rand(4, 3, 1, 8, 8)
+    y = torch.randint(0, 10, (4, 3))
+
+    def updated(x_real, fake, one_pass=True):
+        teachers = make_teachers(p, (1, 8, 8), 10, n_teachers=4, seed=1)
+        with torch.no_grad():  # a trained output layer, so every input matters
+            for w in teachers.parameters():
+                w.add_(torch.randn(w.shape, generator=torch.Generator().manual_seed(w.numel())) * 0.1)
+        opt = torch.optim.SGD(teachers.parameters(), lr=0.1)
+        if one_pass:
+            teacher_update(teachers, opt, x_real, y, fake)
+        else:
+            loss = F.softplus(-teachers(x_real, y)).mean(1) + F.softplus(teachers(fake, y)).mean(1)
+            opt.zero_grad()
+            loss.sum().backward()
+            opt.step()
+        return [w.detach().clone() for w in teachers.parameters()]
+
+    base = updated(x_real, fake)
+    for a, b in zip(base, updated(x_real, fake, one_pass=False)):
+        torch.testing.assert_close(a, b)
+    others_real, others_fake = x_real.clone(), fake.clone()
+    others_real[1:], others_fake[1:] = torch.rand(3, 3, 1, 8, 8), torch.rand(3, 3, 1, 8, 8)
+    changed = updated(others_real, others_fake)
+    moved = False
+    for a, b in zip(base, changed):
+        # parameters are stacked per teacher: teacher 0 owns the first slice of each
+        rows = a.shape[0] // 4
+        assert torch.equal(a[:rows], b[:rows])
+        moved |= not torch.equal(a[rows:], b[rows:])
+    assert moved  # the other teachers did see the change
