@@ -2,7 +2,7 @@
 
 `python -m engine gallery` trains each method × ε ∈ {0.1, 0.3, 1, 3, 10, ∞} on digits,
 and DP-MERF on Fashion-MNIST where its files are installed (DataLens on Fashion is ~1,070
-iterations over the six ε at ~3.3 s each on a 2-core CPU, about an hour:
+iterations over the six ε at ~3 s each on a 2-core CPU, about an hour:
 `--fashion-datalens` adds it). Every run goes through the project's own `runner.execute`,
 with the dataset's defaults, so a gallery run is exactly what the Playground would have
 trained. Only the small files are kept, committed under
