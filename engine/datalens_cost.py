@@ -9,6 +9,8 @@ Time is measured, not guessed: one teacher step and one round of votes are timed
 small ensemble of the same shape on the same device, using random images (no private
 data is read), and scaled linearly in the number of teachers — every teacher-side
 operation is one batched pass over the teacher dimension, so its cost is linear in N.
+The student's share (the fakes for each teacher step, its updates) does not depend on N
+and is timed on a student of the run's shape.
 """
 
 from __future__ import annotations
@@ -96,18 +98,24 @@ def refusal(need: int, device: torch.device) -> str | None:
 
 
 def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch.device) -> dict[str, float]:
-    """{"teacher step", "votes", "iteration", "first iteration"} in seconds, measured on a
-    small ensemble of the same shape on `device` and scaled to params.teachers."""
+    """{"teacher step", "votes", "student", "iteration", "first iteration"} in seconds: the
+    teacher side measured on a small ensemble of the same shape on `device` and scaled to
+    params.teachers; "teacher step" includes the student making that step's fakes, and
+    "student" is its updates toward one released aggregate."""
     probe_n = min(params.teachers, _PROBE_TEACHERS[params.teacher])
     key = (params.teacher, params.teacher_hidden, tuple(params.teacher_widths), tuple(image_shape),
            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
            params.vote_pool, probe_n, str(device))
     t_step, t_votes = _probe(*key)
+    t_fakes, t_update = _probe_student(params.latent, tuple(params.student_widths), tuple(image_shape),
+                                       n_classes, params.partition_size(n_train),
+                                       params.synthetic_batch(n_train), str(device))
     scale = params.teachers / probe_n
-    step, votes = t_step * scale, t_votes * scale
-    return {"teacher step": step, "votes": votes,
-            "iteration": params.teacher_steps * step + votes,
-            "first iteration": params.first_teacher_steps * step + votes}
+    step, votes = t_step * scale + t_fakes, t_votes * scale
+    student = params.student_steps * t_update
+    return {"teacher step": step, "votes": votes, "student": student,
+            "iteration": params.teacher_steps * step + votes + student,
+            "first iteration": params.first_teacher_steps * step + votes + student}
 
 
 @lru_cache(maxsize=32)
@@ -128,19 +136,52 @@ def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, poo
     x_syn = torch.rand(batch, *image_shape, device=device)
     y_syn = torch.randint(0, n_classes, (batch,), device=device)
 
-    def timed(fn) -> float:
-        fn()  # warm-up: allocations, Adam's state, kernel selection
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        for _ in range(2):
-            fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return (time.perf_counter() - t0) / 2
-
-    t_step = timed(lambda: teacher_update(teachers, opt, x, y, x.flip(1)))
+    t_step = _timed(lambda: teacher_update(teachers, opt, x, y, x.flip(1)), device)
     # votes and their aggregate (σ = 1 here: a timing of random votes on random images)
     k = min(top_k, p.voted_coordinates(image_shape))
-    t_votes = timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, k, 1e-5, gen, pool), 1.0, 0.5))
+    t_votes = _timed(lambda: top_agg(teacher_votes(teachers, x_syn, y_syn, k, 1e-5, gen, pool), 1.0, 0.5),
+                     device)
     return t_step, t_votes
+
+
+def _timed(fn, device: torch.device) -> float:
+    """Seconds per call of fn, after one warm-up call (allocations, Adam's state, kernels)."""
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(2):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - t0) / 2
+
+
+@lru_cache(maxsize=32)
+def _probe_student(latent, widths, image_shape, n_classes, m, batch, device_name) -> tuple[float, float]:
+    """(seconds for the fakes of one teacher step: the student on n_classes·m records
+    without gradients; seconds for one student update on `batch` records). At 28×28 the
+    student's deconvolutions cost ~0.6 s of a 4,000-teacher iteration on a 2-core CPU."""
+    import torch.nn.functional as F
+
+    from engine.datalens_nets import Student, sample_latent
+
+    device = torch.device(device_name)
+    gen = torch.Generator(device=device).manual_seed(0)
+    student = Student(latent, n_classes, image_shape, widths).to(device)
+    opt = torch.optim.Adam(student.parameters(), 1e-3, betas=(0.5, 0.999))
+    y_all = torch.arange(n_classes, device=device).repeat_interleave(m)
+    y = torch.arange(batch, device=device) % n_classes
+    target = torch.rand(batch, *image_shape, device=device)
+
+    def fakes():
+        with torch.no_grad():
+            student(sample_latent(len(y_all), latent, gen=gen, device=device), y_all)
+
+    def update():
+        loss = F.mse_loss(student(sample_latent(batch, latent, gen=gen, device=device), y), target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return _timed(fakes, device), _timed(update, device)
