@@ -161,7 +161,7 @@ def _timed(fn, device: torch.device) -> float:
 def _probe_student(latent, widths, image_shape, n_classes, m, batch, device_name) -> tuple[float, float]:
     """(seconds for the fakes of one teacher step: the student on n_classes·m records
     without gradients; seconds for one student update on `batch` records). At 28×28 the
-    student's deconvolutions cost ~0.6 s of a 4,000-teacher iteration on a 2-core CPU."""
+    student's share is ~0.5 s of a 4,000-teacher iteration on a 2-core CPU."""
     import torch.nn.functional as F
 
     from engine.datalens_nets import Student, sample_latent
@@ -171,8 +171,9 @@ def _probe_student(latent, widths, image_shape, n_classes, m, batch, device_name
     student = Student(latent, n_classes, image_shape, widths).to(device)
     opt = torch.optim.Adam(student.parameters(), 1e-3, betas=(0.5, 0.999))
     y_all = torch.arange(n_classes, device=device).repeat_interleave(m)
+    batch = max(batch, 2)  # as the trainer: batch norm needs two records
     y = torch.arange(batch, device=device) % n_classes
-    target = torch.rand(batch, *image_shape, device=device)
+    target = torch.rand(batch, *image_shape, generator=gen, device=device)
 
     def fakes():
         with torch.no_grad():

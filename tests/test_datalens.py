@@ -398,3 +398,17 @@ def test_a_teacher_step_reads_only_that_teachers_records(teacher):
         assert torch.equal(a[:rows], b[:rows])
         moved |= not torch.equal(a[rows:], b[rows:])
     assert moved  # the other teachers did see the change
+
+
+
+def test_one_synthetic_record_per_step_trains(digits):
+    """A batch of 1 (or teachers of 1 record) used to end in batch norm's ValueError
+    traceback; the student now runs on a second latent that is neither voted on nor
+    trained toward, and the accounting still counts one release per step."""
+    _, events = _run(digits, epsilon=10.0, batch=1, max_steps=2)
+    r = events[-1].result
+    assert r.info["synthetic_batch"] == 1 and r.privacy["releases"][0]["count"] == r.privacy["steps"]
+    assert r.privacy["steps"] >= 1 and np.isfinite(r.x).all()
+    prev = _preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0,
+                              params={"teachers": digits.n_train, "records_per_teacher": None}), digits)
+    assert prev["synthetic records per step"] == 1 and prev["estimated s / iteration"] > 0
