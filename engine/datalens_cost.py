@@ -98,10 +98,11 @@ def refusal(need: int, device: torch.device) -> str | None:
 
 
 def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch.device) -> dict[str, float]:
-    """{"teacher step", "votes", "student", "iteration", "first iteration"} in seconds: the
-    teacher side measured on a small ensemble of the same shape on `device` and scaled to
-    params.teachers; "teacher step" includes the student making that step's fakes, and
-    "student" is its updates toward one released aggregate."""
+    """{"teacher step", "votes", "student", "iteration", "first iteration", "per sample"} in
+    seconds: the teacher side measured on a small ensemble of the same shape on `device`
+    and scaled to params.teachers; "teacher step" includes the student making that step's
+    fakes, "student" is its updates toward one released aggregate, and "per sample" is
+    one released image (the fakes' time per record)."""
     probe_n = min(params.teachers, _PROBE_TEACHERS[params.teacher])
     key = (params.teacher, params.teacher_hidden, tuple(params.teacher_widths), tuple(image_shape),
            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
@@ -115,7 +116,8 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
     student = params.student_steps * t_update
     return {"teacher step": step, "votes": votes, "student": student,
             "iteration": params.teacher_steps * step + votes + student,
-            "first iteration": params.first_teacher_steps * step + votes + student}
+            "first iteration": params.first_teacher_steps * step + votes + student,
+            "per sample": t_fakes / (n_classes * params.partition_size(n_train))}
 
 
 @lru_cache(maxsize=32)
