@@ -241,17 +241,13 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
         if stop is not None and stop.is_set():
             stopped, step = True, step - 1
             break
-        z = sample_latent(max(m, batch, 2), p.latent, gen=gen, device=device)
+        z = sample_latent(max(m, batch), p.latent, gen=gen, device=device)
         # 1. teachers: real (own partition) vs fakes carrying the same labels
         for _ in range(p.first_teacher_steps if step == 1 else p.teacher_steps):
             teacher_update(teachers, opt_t, x_real, y_real, fakes_for_teachers(z[:m]))
         # 2–3. every teacher's compressed vote per synthetic record; noisy aggregate
-        # The student's batch norm (training mode) needs two records: a batch of 1 runs it
-        # on one extra latent whose output is neither voted on nor trained toward.
-        n_gen = max(batch, 2)
-        y_gen = torch.randint(0, k_cls, (n_gen,), generator=gen, device=device)
-        y_syn = y_gen[:batch]
-        x_syn = student(z[:n_gen], y_gen)[:batch]  # (batch, c, h, w)
+        y_syn = torch.randint(0, k_cls, (batch,), generator=gen, device=device)
+        x_syn = student(z[:batch], y_syn)  # (batch, c, h, w)
         votes = teacher_votes(teachers, x_syn, y_syn, p.top_k, p.clip, gen, p.vote_pool)
         g_hat = unpool(top_agg(votes, sigma, p.beta), p.vote_pool, data.image_shape)
         del votes
@@ -260,7 +256,7 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
         target = (x_syn + p.gamma * g_hat).detach()
         for extra in range(p.student_steps):
             if extra:
-                x_syn = student(z[:n_gen], y_gen)[:batch]
+                x_syn = student(z[:batch], y_syn)
             loss_s = F.mse_loss(x_syn, target)
             opt_s.zero_grad(set_to_none=True)
             loss_s.backward()
@@ -323,10 +319,7 @@ def _sample(student, n, p: Params, k_cls, gen, device, chunk=1000):
     with torch.no_grad():  # BN stays in training mode (official); chunks keep stats sane
         for i in range(0, n, chunk):
             yy = y[i:i + chunk]
-            if len(yy) == 1:  # BatchNorm needs two records in training mode
-                xs.append(student(z(2), yy.repeat(2))[:1])
-            else:
-                xs.append(student(z(len(yy)), yy))
+            xs.append(student(z(len(yy)), yy))
     return torch.cat(xs).cpu().numpy().astype(np.float32), y.cpu().numpy().astype(np.int64)
 
 

@@ -173,7 +173,6 @@ def _probe_student(latent, widths, image_shape, n_classes, m, batch, device_name
     student = Student(latent, n_classes, image_shape, widths).to(device)
     opt = torch.optim.Adam(student.parameters(), 1e-3, betas=(0.5, 0.999))
     y_all = torch.arange(n_classes, device=device).repeat_interleave(m)
-    batch = max(batch, 2)  # as the trainer: batch norm needs two records
     y = torch.arange(batch, device=device) % n_classes
     target = torch.rand(batch, *image_shape, generator=gen, device=device)
 

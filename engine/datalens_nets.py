@@ -174,6 +174,10 @@ class Student(nn.Module):
                 nn.init.zeros_(m.bias)
 
     def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.training and len(z) == 1:
+            # Batch norm in training mode needs two records: pair the latent with its
+            # mirror −z (also in U(−1, 1)^latent) and return the first output only.
+            return self.forward(torch.cat([z, -z]), y.repeat(2))[:1]
         onehot = F.one_hot(y, self.k).to(z.dtype)
 
         def maps(t):

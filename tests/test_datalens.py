@@ -400,11 +400,10 @@ def test_a_teacher_step_reads_only_that_teachers_records(teacher):
     assert moved  # the other teachers did see the change
 
 
-
 def test_one_synthetic_record_per_step_trains(digits):
     """A batch of 1 (or teachers of 1 record) used to end in batch norm's ValueError
-    traceback; the student now runs on a second latent that is neither voted on nor
-    trained toward, and the accounting still counts one release per step."""
+    traceback; the student now pairs a lone latent with its mirror for the batch
+    statistics, and the accounting still counts one release per step."""
     _, events = _run(digits, epsilon=10.0, batch=1, max_steps=2)
     r = events[-1].result
     assert r.info["synthetic_batch"] == 1 and r.privacy["releases"][0]["count"] == r.privacy["steps"]
