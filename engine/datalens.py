@@ -198,7 +198,7 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
     run's validated Params (engine.registry.make_params)."""
     from torch.optim.swa_utils import AveragedModel
 
-    from engine.datalens_nets import Student, make_teachers, sample_latent
+    from engine.datalens_nets import make_student, make_teachers, sample_latent
     from engine.datalens_step import teacher_update, teacher_votes
 
     t0 = time.time()
@@ -213,7 +213,7 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
     x_real = torch.as_tensor(data.x_train[parts], device=device)  # (N, m, c, h, w)
     y_real = torch.as_tensor(data.y_train[parts], device=device)  # (N, m)
     teachers = make_teachers(p, data.image_shape, k_cls, seed=config.seed).to(device)
-    student = Student(p.latent, k_cls, data.image_shape, tuple(p.student_widths)).to(device)
+    student = make_student(p, data.image_shape, k_cls).to(device)
     # One fused Adam over the stacked teacher tensors = N independent Adams, one kernel set.
     opt_t = torch.optim.Adam(teachers.parameters(), p.lr_teacher, betas=(0.5, 0.999), fused=True)
     opt_s = torch.optim.Adam(student.parameters(), p.lr_student, betas=(0.5, 0.999))

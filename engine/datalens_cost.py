@@ -36,10 +36,9 @@ def _teacher_numel(params, image_shape, n_classes) -> int:
 
 
 def _student_numel(params, image_shape, n_classes) -> int:
-    from engine.datalens_nets import Student
+    from engine.datalens_nets import make_student
 
-    return sum(t.numel() for t in Student(params.latent, n_classes, image_shape,
-                                          tuple(params.student_widths)).parameters())
+    return sum(t.numel() for t in make_student(params, image_shape, n_classes).parameters())
 
 
 def _activations_per_row(params, image_shape, n_classes) -> int:
@@ -108,8 +107,8 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
            params.vote_pool, probe_n, str(device))
     t_step, t_votes = _probe(*key)
-    t_fakes, t_update = _probe_student(params.latent, tuple(params.student_widths), tuple(image_shape),
-                                       n_classes, params.partition_size(n_train),
+    t_fakes, t_update = _probe_student(params.latent, tuple(params.student_widths), params.class_norm,
+                                       tuple(image_shape), n_classes, params.partition_size(n_train),
                                        params.synthetic_batch(n_train), str(device))
     scale = params.teachers / probe_n
     step, votes = t_step * scale + t_fakes, t_votes * scale
@@ -160,7 +159,7 @@ def _timed(fn, device: torch.device) -> float:
 
 
 @lru_cache(maxsize=32)
-def _probe_student(latent, widths, image_shape, n_classes, m, batch, device_name) -> tuple[float, float]:
+def _probe_student(latent, widths, class_norm, image_shape, n_classes, m, batch, device_name) -> tuple[float, float]:
     """(seconds for the fakes of one teacher step: the student on n_classes·m records
     without gradients; seconds for one student update on `batch` records). At 28×28 the
     student's share is ~0.5 s of a 4,000-teacher iteration on a 2-core CPU."""
@@ -170,7 +169,7 @@ def _probe_student(latent, widths, image_shape, n_classes, m, batch, device_name
 
     device = torch.device(device_name)
     gen = torch.Generator(device=device).manual_seed(0)
-    student = Student(latent, n_classes, image_shape, widths).to(device)
+    student = Student(latent, n_classes, image_shape, widths, class_norm=class_norm).to(device)
     opt = torch.optim.Adam(student.parameters(), 1e-3, betas=(0.5, 0.999))
     y_all = torch.arange(n_classes, device=device).repeat_interleave(m)
     y = torch.arange(batch, device=device) % n_classes

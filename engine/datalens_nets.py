@@ -144,6 +144,37 @@ def _record_norm(h: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     return (h - mean) * torch.rsqrt(var + eps)
 
 
+class ClassBatchNorm(nn.Module):
+    """Batch norm whose gain and shift are looked up per class (conditional batch norm,
+    as in class-conditional GAN generators): the label rescales every feature of its
+    records instead of entering only as concatenated inputs. Starts as plain batch norm
+    (gain 1, shift 0 for every class)."""
+
+    def __init__(self, num_features: int, n_classes: int, spatial: bool = False):
+        super().__init__()
+        self.norm = (nn.BatchNorm2d if spatial else nn.BatchNorm1d)(num_features, affine=False)
+        self.gain = nn.Parameter(torch.ones(n_classes, num_features))
+        self.shift = nn.Parameter(torch.zeros(n_classes, num_features))
+
+    def forward(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        gain, shift = self.gain[y], self.shift[y]
+        if h.dim() == 4:
+            gain, shift = gain[:, :, None, None], shift[:, :, None, None]
+        return self.norm(h) * gain + shift
+
+
+class _SharedBatchNorm(nn.Module):
+    """The official student's batch norm (one affine for all classes), with the label
+    argument ClassBatchNorm takes, so the student has one code path."""
+
+    def __init__(self, num_features: int, n_classes: int, spatial: bool = False):
+        super().__init__()
+        self.norm = (nn.BatchNorm2d if spatial else nn.BatchNorm1d)(num_features)
+
+    def forward(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.norm(h)
+
+
 class Student(nn.Module):
     """Conditional DCGAN generator: [z; y] → FC f0 + BN → FC ch·s·s + BN → deconv ×2
     (with label maps concatenated before each) → sigmoid image in [0, 1].
@@ -151,22 +182,25 @@ class Student(nn.Module):
     For 28×28 with widths (1024, 128): the official MNIST generator (s = 7). The input
     side must be divisible by 4. BatchNorm is used in training mode throughout (as the
     official code): without it the prototype's student stayed at chance (LogReg .53 on
-    Fashion-MNIST with it).
+    Fashion-MNIST with it). `class_norm` gives each batch norm a gain and shift per class
+    (ClassBatchNorm); the official student shares one (README: class-conditional batch
+    norm on held-out Fashion-MNIST records).
     """
 
     def __init__(self, latent: int, n_classes: int, image_shape: tuple[int, int, int],
-                 widths: tuple[int, int] = (1024, 128)):
+                 widths: tuple[int, int] = (1024, 128), *, class_norm: bool = False):
         super().__init__()
         c, h, w = image_shape
         f0, ch = widths
         self.k, self.ch, self.s = n_classes, ch, (h // 4, w // 4)
         s_area = self.s[0] * self.s[1]
+        norm = ClassBatchNorm if class_norm else _SharedBatchNorm
         self.fc0 = nn.Linear(latent + n_classes, f0)
-        self.bn0 = nn.BatchNorm1d(f0)
+        self.bn0 = norm(f0, n_classes)
         self.fc1 = nn.Linear(f0 + n_classes, ch * s_area)
-        self.bn1 = nn.BatchNorm1d(ch * s_area)
+        self.bn1 = norm(ch * s_area, n_classes)
         self.up2 = nn.ConvTranspose2d(ch + n_classes, ch, 5, stride=2, padding=2, output_padding=1)
-        self.bn2 = nn.BatchNorm2d(ch)
+        self.bn2 = norm(ch, n_classes, spatial=True)
         self.up3 = nn.ConvTranspose2d(ch + n_classes, c, 5, stride=2, padding=2, output_padding=1)
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.ConvTranspose2d)):
@@ -183,10 +217,10 @@ class Student(nn.Module):
         def maps(t):
             return torch.cat([t, onehot[:, :, None, None].expand(-1, -1, *t.shape[2:])], dim=1)
 
-        h = F.relu(self.bn0(self.fc0(torch.cat([z, onehot], 1))))
-        h = F.relu(self.bn1(self.fc1(torch.cat([h, onehot], 1))))
+        h = F.relu(self.bn0(self.fc0(torch.cat([z, onehot], 1)), y))
+        h = F.relu(self.bn1(self.fc1(torch.cat([h, onehot], 1)), y))
         h = h.view(-1, self.ch, *self.s)
-        h = F.relu(self.bn2(self.up2(maps(h))))
+        h = F.relu(self.bn2(self.up2(maps(h)), y))
         return torch.sigmoid(self.up3(maps(h)))
 
 
@@ -198,6 +232,12 @@ def make_teachers(params, image_shape: tuple[int, int, int], n_classes: int, *, 
     if params.teacher == "official":
         return TeacherEnsemble(n, image_shape, n_classes, tuple(params.teacher_widths), seed=seed)
     return MLPTeacherEnsemble(n, image_shape, n_classes, params.teacher_hidden, seed=seed)
+
+
+def make_student(params, image_shape: tuple[int, int, int], n_classes: int) -> Student:
+    """The student `params` describe (latent size, widths, class_norm)."""
+    return Student(params.latent, n_classes, image_shape, tuple(params.student_widths),
+                   class_norm=params.class_norm)
 
 
 def sample_latent(n: int, latent: int, *, gen: torch.Generator | None = None, device="cpu") -> torch.Tensor:

@@ -411,3 +411,22 @@ def test_one_synthetic_record_per_step_trains(digits):
     prev = _preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0,
                               params={"teachers": digits.n_train, "records_per_teacher": None}), digits)
     assert prev["synthetic records per step"] == 1 and prev["estimated s / iteration"] > 0
+
+
+def test_class_norm_gives_each_label_its_own_gain_and_shift(digits):
+    """With class_norm the student's batch norms look up a gain and shift per class:
+    changing class 3's gain moves the class-3 records only (running statistics, so each
+    record is normalised alone), and such a student trains end to end."""
+    from engine.datalens_nets import Student
+
+    torch.manual_seed(0)
+    student = Student(8, 10, (1, 8, 8), (32, 8), class_norm=True).eval()
+    z, y = torch.rand(20, 8) * 2 - 1, torch.arange(20) % 10
+    before = student(z, y)
+    with torch.no_grad():
+        student.bn0.gain[3] += 1.0
+    moved = (student(z, y) - before).abs().flatten(1).amax(1) > 0
+    assert moved.tolist() == (y == 3).tolist()
+    assert not any(n.endswith("norm.weight") for n, _ in student.named_parameters())  # no shared affine
+    _, events = _run(digits, epsilon=math.inf, max_steps=2, class_norm=True)
+    assert np.isfinite(events[-1].result.x).all()
