@@ -12,6 +12,8 @@ The same on a GPU, or with the official conv teachers:
     python -m bench.datalens_fashion --device cuda --param teacher=official
 Settings are chosen on held-out TRAINING records (the test split stays untouched):
     python -m bench.datalens_fashion --holdout 10000 --param teacher_hidden=32
+Each seed's released samples as a picture (a row per class):
+    python -m bench.datalens_fashion --grid out/datalens-{seed}.png
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -55,7 +58,7 @@ def holdout(data, n: int, seed: int = 0):
                    x_test=data.x_train[ev], y_test=data.y_train[ev])
 
 
-def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int) -> dict:
+def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int, grid: str | None = None) -> dict:
     from sklearn.linear_model import LogisticRegression
 
     from engine.cnn import cnn_accuracy
@@ -70,6 +73,13 @@ def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int) -> dict:
             result = ev.result
     train_s = time.time() - t0
     steps = result.privacy["steps"]
+    if grid:
+        from engine.render import image_grid
+
+        path = Path(grid.format(seed=cfg.seed))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        image_grid(result.x, result.y, data.class_names).save(path)
+        print(f"  samples: {path}", flush=True)
     t1 = time.time()
     cnn = cnn_accuracy(result.x, result.y, data.x_test, data.y_test, device=device, seed=cfg.seed,
                        max_epochs=cnn_epochs, n_classes=data.n_classes)["accuracy"]
@@ -98,6 +108,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n-synthetic", type=int, help="default: n_train")
     ap.add_argument("--cnn-epochs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    ap.add_argument("--grid", metavar="PNG", help="save each seed's released samples, a row per "
+                                                  "class, e.g. out/dl-{seed}.png")
     try:
         a = ap.parse_args(argv)
         if a.threads:
@@ -131,7 +143,7 @@ def main(argv=None) -> int:
                                                        batch=15, accountant=acc) for acc in privacy.ACCOUNTANTS})
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    runs = [run_once(replace(cfg, seed=s), p, data, device, a.cnn_epochs) for s in a.seeds]
+    runs = [run_once(replace(cfg, seed=s), p, data, device, a.cnn_epochs, a.grid) for s in a.seeds]
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
           + (f", peak CUDA {torch.cuda.max_memory_allocated() / 1e9:.2f} GB" if device.type == "cuda" else ""))
     for key in ("cnn", "logreg", "s_per_iter", "train_s"):
