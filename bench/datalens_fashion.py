@@ -132,7 +132,8 @@ def main(argv=None) -> int:
           f"{'held-out training' if a.holdout else 'test'} records; device {device}; threads "
           f"{torch.get_num_threads()}")
     print(f"{p.teacher} teachers: {p.teachers} x {p.partition_size(data.n_train)} records, top_k {p.top_k}, "
-          f"sigma {p.sigma}, beta {p.beta}, clip {p.clip}, votes on {p.vote_pool}x{p.vote_pool} pixel blocks")
+          f"sigma {p.sigma}, beta {p.beta}, clip {p.clip}, votes on {p.vote_pool}x{p.vote_pool} pixel blocks, "
+          f"released samples blurred {p.blur} px")
     print("preview:", preview)
     if "refuse" in preview:
         print(f"error: {preview['refuse']}", file=sys.stderr)

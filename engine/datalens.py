@@ -9,7 +9,7 @@ Algorithm 2 (`topk_sto_sign`) turns each gradient into a k-sparse ±1 vote vecto
 Algorithm 3 (`top_agg`) sums the votes, adds Gaussian noise and thresholds; the student
 moves toward G(z) + γ·ĝ with an MSE loss (`student_steps` Adam steps per released ĝ).
 The released generator is the mean of the student's weights over the later steps,
-sampled with z scaled by `sample_temperature`.
+sampled with z scaled by `sample_temperature`, its images blurred by `blur` pixels.
 
 Privacy assumption (replace-one neighbours): one private record lives in exactly one
 teacher's partition (`partition` is disjoint), so changing it changes at most that
@@ -307,7 +307,8 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
 
 def _sample(student, n, p: Params, k_cls, gen, device, chunk=1000):
     """n images with (near) uniform labels: balanced, in a seeded shuffled order, with
-    z scaled by p.sample_temperature (post-processing: it reads only the student)."""
+    z scaled by p.sample_temperature and blurred by p.blur (post-processing: it reads
+    only the student)."""
     from engine.datalens_nets import sample_latent
 
     def z(count):
@@ -319,8 +320,21 @@ def _sample(student, n, p: Params, k_cls, gen, device, chunk=1000):
     with torch.no_grad():  # BN stays in training mode (official); chunks keep stats sane
         for i in range(0, n, chunk):
             yy = y[i:i + chunk]
-            xs.append(student(z(len(yy)), yy))
+            xs.append(blur(student(z(len(yy)), yy), p.blur))
     return torch.cat(xs).cpu().numpy().astype(np.float32), y.cpu().numpy().astype(np.int64)
+
+
+def blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Gaussian blur of (n, c, h, w) images, σ in pixels (0 = unchanged). The student
+    learns from noisy votes on pixel blocks and its images carry a speckle that a
+    classifier trained on them fits instead of the shapes (README: blurring the released
+    samples)."""
+    if sigma <= 0:
+        return x
+    from torchvision.transforms.v2.functional import gaussian_blur
+
+    radius = min(math.ceil(3 * sigma), min(x.shape[-2:]) - 1)  # reflect padding needs < side
+    return gaussian_blur(x, [2 * radius + 1] * 2, [sigma] * 2)
 
 
 def _quick_probe():

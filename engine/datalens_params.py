@@ -68,6 +68,10 @@ class Params:
     sample_temperature: float = knob(0.75, lo=0.0, lo_open=True, hi=1.0,
                                      help="Scale of z for the released samples: below 1 "
                                           "trades diversity for typical samples.")
+    blur: float = knob(0.5, lo=0.0, hi=2.0,
+                       help="Gaussian blur (σ in pixels) of the released samples: it removes "
+                            "the speckle the noisy votes leave (post-processing, free; "
+                            "Fashion, README). 0 = off.")
     max_steps: int = knob(300, lo=1, help="Cap on iterations (the budget may stop training "
                                           "earlier); the fixed step count when ε = ∞.")
     accountant: str = knob("exact", choices=tuple(privacy.ACCOUNTANTS),
@@ -118,7 +122,7 @@ class Params:
         if d <= 256:
             # digits' measured figures (the app's hints) use these; the Fashion tuning did not cover them
             base = replace(base, latent=20, student_widths=(128, 32), first_teacher_steps=5,
-                           lr_teacher=2e-4, student_steps=1, sample_temperature=0.5)
+                           lr_teacher=2e-4, student_steps=1, sample_temperature=0.5, blur=0.0)
         teachers = max(1, min(_MAX_TEACHERS, n_train // _RECORDS_PER_TEACHER))
         while teachers > 1:  # memory is linear in the teachers at a fixed part size
             need = memory_bytes(replace(base, teachers=teachers), image_shape, 10, n_train)["total"]

@@ -111,7 +111,7 @@ with t4:
         "- **MNIST / Fashion-MNIST (60,000 records):** both work. Published at ε = 1: "
         "DP-MERF .77 / .73 (logistic regression), DataLens .71 / .65 (CNN). DP-MERF "
         "trains in minutes; DataLens trains 4,000 small teachers, about 8 minutes at ε = 1 on "
-        "a 2-core CPU (CNN .647 over eight runs here).\n"
+        "a 2-core CPU (CNN .644 over twelve runs here).\n"
         "- **Tabular data:** DP-MERF with its heterogeneous kernel (numeric + "
         "categorical). Numeric columns need public bounds or a share of the budget to "
         "release them.\n"

@@ -430,3 +430,22 @@ def test_class_norm_gives_each_label_its_own_gain_and_shift(digits):
     assert not any(n.endswith("norm.weight") for n, _ in student.named_parameters())  # no shared affine
     _, events = _run(digits, epsilon=math.inf, max_steps=2, class_norm=True)
     assert np.isfinite(events[-1].result.x).all()
+
+
+def test_blur_smooths_the_released_images_and_keeps_their_range(digits):
+    """blur is a Gaussian filter on the released images: 0 leaves them alone; σ > 0 keeps
+    pixel values in [0, 1] and each image's mean (away from the border), removes a
+    checkerboard's speckle, and still works when 3σ is wider than a small image."""
+    checker = ((torch.arange(28)[:, None] + torch.arange(28)[None, :]) % 2).float()[None, None]
+    assert torch.equal(datalens.blur(checker, 0.0), checker)
+    smooth = datalens.blur(checker, 0.5)
+    assert 0.0 <= smooth.min() and smooth.max() <= 1.0
+    assert smooth[..., 4:-4, 4:-4].std() < 0.4 * checker.std()  # σ = .5 px: a third is left
+    assert abs(float(smooth[..., 4:-4, 4:-4].mean()) - 0.5) < 0.01
+    assert datalens.blur(torch.rand(3, 1, 4, 4), 2.0).shape == (3, 1, 4, 4)
+    _, sharp = _run(digits, epsilon=math.inf, max_steps=2, blur=0.0)
+    _, soft = _run(digits, epsilon=math.inf, max_steps=2, blur=1.0)
+
+    def roughness(x):  # mean absolute difference between horizontal neighbours
+        return float(np.abs(np.diff(x, axis=-1)).mean())
+    assert roughness(soft[-1].result.x) < roughness(sharp[-1].result.x)
