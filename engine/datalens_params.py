@@ -110,7 +110,7 @@ class Params:
         σ = 1.25·N and β = 0.7, the paper's noise-to-teachers ratio, both divided by the
         block side, so the noisy vote sums keep the paper's signal-to-noise whatever N is —
         and a small N then buys few steps at a small ε, which is the honest answer for
-        small data. Small images get the smaller student and no blocks."""
+        small data. Small images get the smaller student, no blocks and no blur."""
         from engine.datalens_cost import memory_bytes
 
         c, h, w = image_shape
