@@ -61,8 +61,9 @@ def memory_bytes(params, image_shape, n_classes, n_train) -> dict[str, int]:
     d = image_shape[0] * image_shape[1] * image_shape[2]
     k, voted = params.top_k, params.voted_coordinates(image_shape)
     rows = _activations_per_row(params, image_shape, n_classes)
-    # the fakes, real and fakes concatenated into one pass, and their activations
-    step = _F32 * n * m * (3 * d + 2 * rows)
+    # the fakes, real and fakes concatenated into one pass, that pass centred
+    # (teacher_center), and their activations
+    step = _F32 * n * m * (5 * d + 2 * rows)
     # teacher_votes: the input gradient, the pooled descent, its |·|, the zeroed int8
     # output, top-k values (4) and indices (8), the gathered, clipped, p, u values (4
     # each), int64 signs, then int8 votes (without pooling the descent is the gradient)

@@ -50,12 +50,12 @@ class TeacherEnsemble(nn.Module):
     """
 
     def __init__(self, n_teachers: int, image_shape: tuple[int, int, int], n_classes: int,
-                 widths: tuple[int, int, int] = (11, 42, 256), *, seed: int = 0):
+                 widths: tuple[int, int, int] = (11, 42, 256), *, seed: int = 0, center: float = 0.0):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
         n, (c, h, w), k = n_teachers, image_shape, n_classes
         c1, c2, f = widths
-        self.n, self.k, self.c1, self.c2 = n, k, c1, c2
+        self.n, self.k, self.c1, self.c2, self.center = n, k, c1, c2, center
         self.h1, self.w1_ = _conv_out(h), _conv_out(w)
         self.h2, self.w2_ = _conv_out(self.h1), _conv_out(self.w1_)
         flat = c2 * self.h2 * self.w2_
@@ -90,6 +90,7 @@ class TeacherEnsemble(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         n, b, c, hh, ww = x.shape
+        x = x - self.center  # as MLPTeacherEnsemble: a public constant
         onehot = F.one_hot(y, self.k).to(x.dtype)  # (N, B, k)
         # Grouped conv layout: (B, N*channels, H, W), teacher i's channels contiguous.
         h = F.conv2d(x.transpose(0, 1).reshape(b, n * c, hh, ww), self.conv1_w[:, :c],
@@ -115,14 +116,19 @@ class MLPTeacherEnsemble(nn.Module):
     the official conv net's 562k), so thousands of them fit in a CPU's memory. Both
     layers are batched matmuls over the teacher dimension: no loop over teachers.
     forward(x, y) takes x (N, B, c, h, w) and labels y (N, B); returns logits (N, B).
+
+    Pixels are shifted by `center` (a public constant, not a statistic of the data) before
+    the first layer: random features of all-positive images are nearly parallel, so slow
+    teachers, which stay close to their random first layer, tell images apart far better
+    on centred pixels (README: centring the teachers' input).
     """
 
     def __init__(self, n_teachers: int, image_shape: tuple[int, int, int], n_classes: int,
-                 hidden: int = 64, *, seed: int = 0):
+                 hidden: int = 64, *, seed: int = 0, center: float = 0.0):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
         d = image_shape[0] * image_shape[1] * image_shape[2]
-        self.n = n_teachers
+        self.n, self.center = n_teachers, center
         self.fc1_w = _normal(gen, n_teachers, d, hidden)
         self.fc1_b = nn.Parameter(torch.zeros(n_teachers, 1, hidden))
         # The output layer starts at zero: an untrained teacher has no opinion (its input
@@ -132,7 +138,8 @@ class MLPTeacherEnsemble(nn.Module):
         self.fc2_b = nn.Parameter(torch.zeros(n_teachers, 1, n_classes))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        h = F.leaky_relu(torch.baddbmm(self.fc1_b, x.flatten(2), self.fc1_w), _SLOPE)  # (N, B, hidden)
+        h = torch.baddbmm(self.fc1_b, x.flatten(2) - self.center, self.fc1_w)  # (N, B, hidden)
+        h = F.leaky_relu(h, _SLOPE)
         out = torch.baddbmm(self.fc2_b, h, self.fc2_w)  # (N, B, k)
         return out.gather(2, y.unsqueeze(2)).squeeze(2)
 
@@ -230,8 +237,10 @@ def make_teachers(params, image_shape: tuple[int, int, int], n_classes: int, *, 
     unless `n_teachers` says otherwise (the cost probe builds a few of the same shape)."""
     n = n_teachers or params.teachers
     if params.teacher == "official":
-        return TeacherEnsemble(n, image_shape, n_classes, tuple(params.teacher_widths), seed=seed)
-    return MLPTeacherEnsemble(n, image_shape, n_classes, params.teacher_hidden, seed=seed)
+        return TeacherEnsemble(n, image_shape, n_classes, tuple(params.teacher_widths), seed=seed,
+                               center=params.teacher_center)
+    return MLPTeacherEnsemble(n, image_shape, n_classes, params.teacher_hidden, seed=seed,
+                              center=params.teacher_center)
 
 
 def make_student(params, image_shape: tuple[int, int, int], n_classes: int) -> Student:

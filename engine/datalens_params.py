@@ -83,6 +83,11 @@ class Params:
                         help="small: MLP teachers that fit a CPU; official: the paper's conv "
                              "nets (for a GPU).")
     teacher_hidden: int = knob(64, lo=1, help="Hidden units of a small teacher.")
+    teacher_center: float = knob(0.5, lo=0.0, hi=1.0,
+                                 help="Teachers see every pixel minus this public constant: slow "
+                                      "teachers keep near-random first layers, whose features of "
+                                      "all-positive images are nearly parallel; centred pixels "
+                                      "tell images apart (Fashion and digits, README). 0 = off.")
     teacher_widths: tuple = knob((11, 42, 256), lo=1)  # official teacher: conv1, conv2, FC
     student_widths: tuple = knob((1024, 128), lo=1)  # FC width, deconv channels (official)
     class_norm: bool = knob(False, help="Student batch norms with a gain and shift per class "

@@ -102,7 +102,9 @@ def test_top_agg_adds_noise_on_every_coordinate():
     a = datalens.top_agg(votes, sigma=10.0, beta=0.0)
     b = datalens.top_agg(votes, sigma=10.0, beta=0.0)
     assert not torch.equal(a, b)  # fresh, unseeded noise each call
-    assert (a != 0).all()  # every coordinate got noise, so every sign is ±1
+    # every coordinate got noise, so every sign is ±1 (torch's float32 normal draws an exact
+    # 0.0 about once in 2^24 pairs: allow one such draw rather than a flaky test)
+    assert int((a == 0).sum()) <= 1
     assert 0.4 < (a > 0).float().mean() < 0.6
     # with a threshold of 2σ, about 4.6% of pure-noise coordinates survive
     c = datalens.top_agg(torch.zeros(100, 20000, dtype=torch.int8), sigma=100.0, beta=2.0)
@@ -353,6 +355,26 @@ def test_an_untrained_small_teacher_has_no_opinion():
     x = torch.rand(5, 3, 1, 8, 8, requires_grad=True)
     teachers(x, torch.randint(0, 10, (5, 3))).sum().backward()
     assert torch.count_nonzero(x.grad) == 0
+
+
+@pytest.mark.parametrize("teacher", ["small", "official"])
+def test_teachers_see_pixels_shifted_by_the_public_center(teacher):
+    """teacher_center is a constant shift of every pixel before the first layer: a centred
+    ensemble scores x exactly as the same uncentred ensemble scores x − center, for real
+    records, fakes and votes alike (one forward path), and it is on by default."""
+    from engine.datalens_nets import make_teachers
+
+    assert datalens.Params().teacher_center == 0.5
+    p = replace(datalens.Params(), teacher=teacher, teacher_hidden=8, teacher_widths=(3, 4, 8))
+    centred = make_teachers(p, (1, 8, 8), 10, n_teachers=3, seed=2)
+    with torch.no_grad():  # a trained output layer, so the input matters
+        for w in centred.parameters():
+            w.add_(torch.randn(w.shape, generator=torch.Generator().manual_seed(w.numel())) * 0.1)
+    plain = make_teachers(replace(p, teacher_center=0.0), (1, 8, 8), 10, n_teachers=3)
+    plain.load_state_dict(centred.state_dict())
+    x, y = torch.rand(3, 4, 1, 8, 8), torch.randint(0, 10, (3, 4))
+    torch.testing.assert_close(centred(x, y), plain(x - 0.5, y))
+    assert not torch.allclose(centred(x, y), plain(x, y))
 
 
 @pytest.mark.parametrize("teacher", ["small", "official"])
