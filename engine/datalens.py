@@ -57,7 +57,7 @@ DIGITS_MEASURED = {"records": 1437, "teachers": 95, "steps at epsilon=10": 59,
 
 def digits_figures() -> dict:
     """DIGITS_MEASURED as the app writes it: accuracies as .55, not 0.55."""
-    return {k: f"{v:.2f}".lstrip("0").rstrip("0") if isinstance(v, float) else v
+    return {k: f"{v:.2f}".lstrip("0").rstrip("0").rstrip(".") if isinstance(v, float) else v
             for k, v in DIGITS_MEASURED.items()}
 
 
