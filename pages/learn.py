@@ -102,7 +102,7 @@ with t3:
                "drowns the votes.")
 
 with t4:
-    dig = datalens.digits_figures()
+    dig = datalens.DIGITS_MEASURED
     st.markdown(
         f"- **Small image data (digits, {dig['records']:,} training records):** use DP-MERF. "
         f"At ε = 1 it reaches about {dig['DP-MERF at epsilon=1']} downstream accuracy. "

@@ -270,7 +270,7 @@ def test_learn_page_demos_move_with_their_sliders(runs_root):
     after = next(c.value for c in at.caption if c.value.startswith("σ ="))
     assert before != after
     # The digits figures are the engine's measured ones, not a second copy in the page.
-    cnn10 = datalens.digits_figures()["CNN at epsilon=10"]
+    cnn10 = datalens.DIGITS_MEASURED["CNN at epsilon=10"]
     assert any("DataLens stays near chance" in m.value and f"CNN reaches about {cnn10}" in m.value
                for m in at.markdown)
 
