@@ -27,6 +27,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `make bench-datalens` runs it as a script
+
 import numpy as np
 import torch
 
