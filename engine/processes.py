@@ -24,7 +24,4 @@ def process_token(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else f"{pid}:{fields[19]}"
 
 
-OWNER = process_token(os.getpid())
-
-
 OWNER = process_token(os.getpid())  # this process

@@ -245,8 +245,11 @@ class RunStore:
                              "WHERE status IN (?,?)", (RunStatus.QUEUED.value, RunStatus.RUNNING.value)):
             if r["owner"] == OWNER:
                 continue
-            owner_dead = r["owner"] is not None and process_token(int(r["owner"].split(":")[0])) != r["owner"]
-            if owner_dead or r["beat"] < cutoff:
+            if r["owner"] is not None:  # a known owner decides alone: alive means active
+                stale = process_token(int(r["owner"].split(":")[0])) != r["owner"]
+            else:
+                stale = r["beat"] < cutoff
+            if stale:
                 ids.append(r["id"])
         for run_id in ids:
             self._exec(

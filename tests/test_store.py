@@ -99,6 +99,29 @@ def test_rows_without_owner_fall_back_to_the_heartbeat(tmp_path):
     assert RunStore(tmp_path, stale_after_s=0.01).get_run(rid).status == "interrupted"
 
 
+def test_rows_of_a_live_owner_stay_active_however_old_their_heartbeat(tmp_path):
+    """A run queued for long by a live app is not interrupted by another process opening
+    the store (the CLI, a second page): only a dead owner or no owner at all counts."""
+    import subprocess
+
+    from engine.processes import process_token
+
+    store = RunStore(tmp_path)
+    rid = store.create_run(RunConfig())
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        con = sqlite3.connect(tmp_path / "runs.db")
+        con.execute("UPDATE runs SET owner=?, heartbeat=0, created=0 WHERE id=?",
+                    (process_token(other.pid), rid))
+        con.commit()
+        con.close()
+        assert RunStore(tmp_path, stale_after_s=0.01).get_run(rid).status == "queued"
+    finally:
+        other.kill()
+        other.wait()
+    assert RunStore(tmp_path, stale_after_s=0.01).get_run(rid).status == "interrupted"
+
+
 def test_delete_removes_row_metrics_and_folder(tmp_path):
     store = RunStore(tmp_path)
     rid = store.create_run(RunConfig())
