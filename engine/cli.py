@@ -85,6 +85,7 @@ def build_parser() -> _Parser:
     g.add_argument("--fashion-datalens", action="store_true",
                    help="also DataLens on Fashion-MNIST (about an hour on a CPU)")
     g.add_argument("--rebuild", action="store_true", help="retrain entries already built")
+    g.add_argument("--list", action="store_true", help="print the entry names and stop")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     return p
@@ -115,17 +116,18 @@ def _config_from(args, extra):
 def _train(args, extra) -> int:
     from tqdm import tqdm
 
-    from engine.runner import claim_out_dir, cost_line, execute, prepare, warnings_for
+    from engine.runner import check_out_dir, claim_out_dir, cost_line, execute, notices, prepare
 
     config = _config_from(args, extra)
+    check_out_dir(args.out, overwrite=args.overwrite)  # before the data is loaded
     prepared = prepare(config)  # all input checks happen before any file is written
     claim_out_dir(args.out, overwrite=args.overwrite)
     if line := cost_line(prepared):
         print(line, file=sys.stderr)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
-    for warning in warnings_for(config, prepared.data):
-        print(f"warning: {warning}", file=sys.stderr)
+    for line in notices(prepared, config):
+        print(line, file=sys.stderr)
     bar = None
     final = None
     # closing(): on Ctrl-C the run is closed at once, so metrics.json says "interrupted".
@@ -171,9 +173,15 @@ def _train(args, extra) -> int:
 def _gallery(args) -> int:
     from engine import gallery
 
-    configs = [c for c in gallery.plan(fashion=not args.no_fashion,
-                                       fashion_datalens=args.fashion_datalens)
-               if args.only in gallery.entry_name(c)]
+    planned = gallery.plan(fashion=not args.no_fashion, fashion_datalens=args.fashion_datalens)
+    if args.list:
+        for config in planned:
+            print(gallery.entry_name(config))
+        return 0
+    configs = [c for c in planned if args.only in gallery.entry_name(c)]
+    if not configs:
+        raise InputError(f"no gallery entry name contains {args.only!r}; "
+                         "list the names with: python -m engine gallery --list")
     gallery.build(configs, Path(args.out) if args.out else gallery.GALLERY_DIR,
                   rebuild=args.rebuild)
     return 0
@@ -182,9 +190,13 @@ def _gallery(args) -> int:
 def _datasets() -> int:
     from engine.data import list_datasets
 
+    print(f"{'name':14s} {'kind':8s} {'here':12s} where / what")
     for d in list_datasets():
         state = "available" if d["available"] else "unavailable"
         print(f"{d['name']:14s} {d['kind']:8s} {state:12s} {d['where']}")
+    print("\nYour own data: --csv FILE.csv --label COLUMN (a table), or --npz FILE.npz "
+          "(images: arrays x and y), e.g.\n  python -m engine train --csv my.csv --label "
+          "income --out runs/mine")
     return 0
 
 

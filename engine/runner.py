@@ -60,25 +60,29 @@ NEIGHBOURS = ("replace-one: two training sets are neighbours when they differ in
               "(one record replaced by any other); the number of training records n is public")
 
 
-def claim_out_dir(out_dir: str | Path, *, overwrite: bool) -> Path:
-    """The folder for one run, empty. A folder holding files (another run's) is refused
-    unless `overwrite`, which deletes that run's artifacts first; a folder holding
-    anything else is always refused, so --overwrite can never delete the user's files."""
+def check_out_dir(out_dir: str | Path, *, overwrite: bool) -> list[str]:
+    """The names a run would have to clear from `out_dir`, or InputError with the fix that
+    works: a folder holding anything but a run's artifacts is always refused (so
+    --overwrite can never delete the user's files); one holding a run's artifacts needs
+    `overwrite`. Reads the folder only, so it can run before the data is loaded."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} is a file; give a folder for the run's artifacts.")
     present = sorted(p.name for p in out.iterdir()) if out.exists() else []
-    if not present:
-        return out
-    if not overwrite:
-        raise InputError(f"--out folder {str(out)!r} already holds files ({', '.join(present[:5])}); "
-                         "pass --overwrite to replace that run, or choose a new folder.")
     other = [n for n in present if n not in ARTIFACTS or not (out / n).is_file()]
     if other:
-        raise InputError(f"--out folder {str(out)!r} holds files that are not run artifacts "
-                         f"({', '.join(other[:5])}); --overwrite only clears a run's folder, so "
-                         "choose another folder.")
-    for name in present:
+        raise InputError(f"--out folder {str(out)!r} holds files that are not a run's artifacts "
+                         f"({', '.join(other[:5])}); choose a new or empty folder.")
+    if present and not overwrite:
+        raise InputError(f"--out folder {str(out)!r} already holds a run ({', '.join(present[:5])}); "
+                         "pass --overwrite to replace that run, or choose a new folder.")
+    return present
+
+
+def claim_out_dir(out_dir: str | Path, *, overwrite: bool) -> Path:
+    """The folder for one run, empty: `check_out_dir`, then the old run's artifacts deleted."""
+    out = Path(out_dir)
+    for name in check_out_dir(out, overwrite=overwrite):
         (out / name).unlink()
     return out
 
@@ -87,6 +91,18 @@ def warnings_for(config: RunConfig, data: datasets.Dataset) -> list[str]:
     """Legal settings that weaken the guarantee; the CLI prints them, metrics.json keeps them."""
     note = delta_warning(config.delta, data.n_train) if config.private else None
     return [note] if note else []
+
+
+def notices(prepared: Prepared, config: RunConfig) -> list[str]:
+    """Every warning and hint a run has before training, once each: the preview's (which
+    may repeat the δ warning) and `warnings_for`'s. The CLI prints them all."""
+    preview = prepared.preview
+    out = [f"warning: {preview['warning']}"] if preview.get("warning") else []
+    out += [f"warning: {w}" for w in warnings_for(config, prepared.data)
+            if w not in preview.get("warning", "")]
+    if preview.get("hint"):
+        out.append(f"hint: {preview['hint']}")
+    return out
 
 
 def cost_line(prepared: Prepared) -> str:

@@ -59,9 +59,23 @@ def test_non_private_run_is_reported_as_such(tmp_path):
 def test_datasets_lists_availability():
     proc = _engine("datasets")
     assert proc.returncode == 0
-    lines = {line.split()[0]: line for line in proc.stdout.splitlines()}
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
     assert {"digits", "fashion_mnist", "mnist", "breast_cancer", "csv", "npz"} <= set(lines)
     assert "available" in lines["digits"]
+    assert proc.stdout.splitlines()[0].split()[:2] == ["name", "kind"]  # a header
+    assert "--csv" in proc.stdout and "--npz" in proc.stdout  # how to pass your own data
+
+
+def test_gallery_names_can_be_listed_and_an_unknown_name_is_an_error(capsys):
+    from engine import gallery
+    from engine.cli import main
+
+    assert main(["gallery", "--list", "--no-fashion"]) == 0
+    names = capsys.readouterr().out.split()
+    assert names == [gallery.entry_name(c) for c in gallery.plan(fashion=False)]
+    assert main(["gallery", "--only", "no-such-entry"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--list" in err
 
 
 def test_unknown_flag_is_one_line_exit_2(tmp_path):
@@ -111,12 +125,12 @@ def test_out_folder_of_another_run_is_refused_unless_overwrite(tmp_path, capsys)
     capsys.readouterr()
     assert _main("--out", str(out), "--seed", "2", *FAST) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "already holds files" in err and "--overwrite" in err
+    assert err.count("\n") == 0 and "already holds a run" in err and "--overwrite" in err
     assert (out / "metrics.json").read_text() == first  # untouched
     assert json.loads((out / "config.json").read_text())["seed"] == 1
     (out / "stale.txt").write_text("x")  # not a run artifact: --overwrite must not delete it
     assert _main("--out", str(out), "--seed", "2", "--overwrite", *FAST) == 2
-    assert "not run artifacts" in capsys.readouterr().err and (out / "stale.txt").exists()
+    assert "not a run's artifacts" in capsys.readouterr().err and (out / "stale.txt").exists()
     (out / "stale.txt").unlink()
     (out / "synthetic.csv").write_text("from an older tabular run")
     assert _main("--out", str(out), "--seed", "2", "--overwrite", *FAST) == 0
@@ -132,6 +146,35 @@ def _interrupting_trainer(exc):
         yield Event("train", 1, 10, 0.1, loss=1.0)
         raise exc
     return train
+
+
+def test_out_folder_of_the_users_files_is_refused_before_the_data_is_loaded(tmp_path, capsys,
+                                                                           monkeypatch):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's own file")
+
+    def no_loading(*a, **k):
+        raise AssertionError("the data was loaded before --out was checked")
+    monkeypatch.setattr("engine.data.load", no_loading)
+    for extra in ([], ["--overwrite"]):
+        assert _main("--out", str(out), *extra, *FAST) == 2
+        err = capsys.readouterr().err.strip()
+        # One line whose fix works: a new folder, never --overwrite (which is refused too).
+        assert err.count("\n") == 0 and "new or empty folder" in err and "--overwrite" not in err
+    assert (out / "notes.txt").read_text() == "the user's own file"
+
+
+def test_every_preview_hint_and_warning_reaches_the_console(tmp_path, capsys):
+    # DataLens on digits at a tiny budget affords no step: the run would score chance.
+    assert _main("--out", str(tmp_path / "dl"), "--method", "datalens", "--epsilon", "0.01",
+                 "--delta", "1e-3", "--no-eval", "--device", "cpu") == 0
+    err = capsys.readouterr().err.splitlines()
+    hints = [ln for ln in err if ln.startswith("hint: ")]
+    warnings = [ln for ln in err if ln.startswith("warning: ")]
+    assert len(hints) == 1 and "does not afford one step" in hints[0]
+    assert len(warnings) == 1 and "not below 1/n" in warnings[0]  # the δ warning, once
+    assert "DataLens needs tens of thousands of records" in warnings[0]
 
 
 def test_interrupted_run_leaves_interrupted_metrics_never_an_old_run(tmp_path, monkeypatch,
