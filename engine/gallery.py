@@ -1,6 +1,6 @@
 """The gallery: precomputed runs, so a newcomer sees the privacy–utility tradeoff at once.
 
-`python -m engine gallery` trains each method × ε ∈ {0.1, 0.3, 1, 3, 10, ∞} on digits,
+`python -m engine gallery` trains each registered method × ε ∈ {0.1, 0.3, 1, 3, 10, ∞} on digits,
 and DP-MERF on Fashion-MNIST where its files are installed (DataLens on Fashion is ~1,070
 iterations over the six ε at ~3 s each on a 2-core CPU, about an hour:
 `--fashion-datalens` adds it). Every run goes through the project's own `runner.execute`,
@@ -50,7 +50,9 @@ def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
     False gives the whole plan, whatever the machine has (for checking entries)."""
     from engine.data import list_datasets
 
-    pairs = [("digits", "dpmerf"), ("digits", "datalens")]
+    from engine.registry import METHODS
+
+    pairs = [("digits", method) for method in METHODS]  # every registered method
     available = {d["name"] for d in list_datasets() if d["available"]}
     if fashion and ("fashion_mnist" in available or not only_available):
         pairs.append(("fashion_mnist", "dpmerf"))

@@ -10,6 +10,7 @@ from conftest import TINY_DPMERF
 from engine import gallery
 from engine.cli import main
 from engine.config import RunConfig
+from engine.registry import METHODS
 from engine.store import RunStore
 
 
@@ -56,10 +57,10 @@ def test_loader_adds_each_run_once(built, tmp_path):
 
 def test_plan_covers_each_method_and_epsilon_on_digits():
     names = [gallery.entry_name(c) for c in gallery.plan(fashion=False)]
-    for method in ("dpmerf", "datalens"):
+    for method in METHODS:
         for eps in ("0.1", "0.3", "1", "3", "10", "inf"):
             assert f"digits-{method}-eps{eps}-seed0" in names
-    assert len(names) == 12
+    assert len(names) == 6 * len(METHODS)
 
 
 def test_committed_gallery_loads(tmp_path):
@@ -69,8 +70,8 @@ def test_committed_gallery_loads(tmp_path):
                                                           only_available=False)}
     assert entries, "build it: python -m engine gallery"
     assert {name for name, *_ in entries} <= planned
-    # Both methods are there for a newcomer to compare.
-    assert {config.method for _, config, _, _ in entries} == {"dpmerf", "datalens"}
+    # Every registered method is there for a newcomer to compare.
+    assert {config.method for _, config, _, _ in entries} == set(METHODS)
     store = RunStore(tmp_path / "runs")
     assert len(gallery.load_into(store)) == len(entries)
     for name, config, metrics, folder in entries:
