@@ -35,7 +35,8 @@ from engine.errors import InputError
 PEOPLE = 20              # the target plus 19 others whose answers the attacker knows
 SENSITIVITY = 1.0        # replace-one: a "yes" replaced by a "no" moves the count by 1
 GAME_DELTA = 1e-5        # the δ every game is played at (well below 1/PEOPLE)
-CONFIDENCE = 0.95        # two-sided Clopper–Pearson intervals on FPR and TPR
+CONFIDENCE = 0.95        # two-sided Clopper–Pearson intervals on FPR and TPR, as drawn
+FLAG_CONFIDENCE = 0.999  # a point is called outside its bound only beyond this interval
 
 
 @lru_cache(maxsize=64)
@@ -102,19 +103,38 @@ class Rounds:
 @dataclass(frozen=True)
 class Point:
     """An attacker's (FPR, TPR) over played rounds, with two-sided Clopper–Pearson
-    intervals at CONFIDENCE."""
+    intervals at `confidence`."""
 
-    fpr: float
-    tpr: float
-    fpr_ci: tuple[float, float]
-    tpr_ci: tuple[float, float]
+    tp: int
+    fp: int
     rounds_in: int
     rounds_out: int
+    confidence: float = CONFIDENCE
 
-    def inside(self, curve: risk.Tradeoff) -> bool:
-        """Whether some point of the interval box lies on or under the curve: a point
-        above the bound beyond its interval is a bug in the mechanism or the accounting."""
-        return self.tpr_ci[0] <= float(curve.tpr(self.fpr_ci[1])) + 1e-12
+    @property
+    def fpr(self) -> float:
+        return self.fp / self.rounds_out
+
+    @property
+    def tpr(self) -> float:
+        return self.tp / self.rounds_in
+
+    @property
+    def fpr_ci(self) -> tuple[float, float]:
+        return _interval(self.fp, self.rounds_out, self.confidence)
+
+    @property
+    def tpr_ci(self) -> tuple[float, float]:
+        return _interval(self.tp, self.rounds_in, self.confidence)
+
+    def inside(self, curve: risk.Tradeoff, *, confidence: float = FLAG_CONFIDENCE) -> bool:
+        """Whether some point of the interval box (at `confidence`, stricter than the
+        drawn one so that a chance excursion is not called a bug) lies on or under the
+        curve: a point above the bound beyond its interval is a bug in the mechanism or
+        the accounting."""
+        fpr_hi = _interval(self.fp, self.rounds_out, confidence)[1]
+        tpr_lo = _interval(self.tp, self.rounds_in, confidence)[0]
+        return tpr_lo <= float(curve.tpr(fpr_hi)) + 1e-12
 
 
 def _interval(k: int, n: int, confidence: float) -> tuple[float, float]:
@@ -128,9 +148,8 @@ def point(member, guess, *, confidence: float = CONFIDENCE) -> Point | None:
     n_in, n_out = int(member.sum()), int((~member).sum())
     if n_in == 0 or n_out == 0:
         return None
-    tp, fp = int((guess & member).sum()), int((guess & ~member).sum())
-    return Point(fp / n_out, tp / n_in, _interval(fp, n_out, confidence),
-                 _interval(tp, n_in, confidence), n_in, n_out)
+    return Point(int((guess & member).sum()), int((guess & ~member).sum()), n_in, n_out,
+                 confidence)
 
 
 def simulate(epsilon: float, rounds: int, *, delta: float = GAME_DELTA,
