@@ -11,7 +11,7 @@ from engine import demos, privacy, risk
 from engine.errors import InputError
 from ui.choices import DELTA_CHOICES
 from ui.common import line_figure, show_input_error
-from ui.risk_view import summary_metrics, tradeoff_figure
+from ui.risk_view import epsilon_sentence, summary_metrics, tradeoff_figure
 
 st.title("Accountant")
 st.caption("How much noise buys how much privacy. Exact = autodp's analytic Gaussian "
@@ -138,7 +138,7 @@ with tab4:
                                     key="acc_risk_delta"))
     try:
         bound = risk.for_epsilon(eps4, delta4)
-        st.info(risk.in_words(eps4, delta4))
+        st.info(epsilon_sentence(eps4, delta4))
         st.markdown("**Any mechanism with this (ε, δ)**: the most any membership test can do.")
         summary_metrics(bound)
         curves = {f"any (ε, δ) = ({eps4:g}, {delta4:g}) mechanism": (bound, "bound")}

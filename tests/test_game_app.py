@@ -25,7 +25,8 @@ def _trace_ids(at, key):
 
 def test_game_plays_rounds_stores_them_and_draws_the_point(runs_root):
     at = _learn(runs_root)
-    assert any(risk.in_words(1.0, game.GAME_DELTA) in i.value for i in at.info)
+    words = risk.in_words(1.0, game.GAME_DELTA)  # the engine's sentence, capitalised
+    assert any(i.value == f"A{words[1:]}." for i in at.info)
     at.text_input(key="game_player").set_value("Ada").run()
     assert "you" not in _trace_ids(at, "game_chart")
     for i in range(10):

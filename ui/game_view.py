@@ -12,10 +12,10 @@ import time
 
 import streamlit as st
 
-from engine import game, risk
+from engine import game
 from engine.store import RunStore
 from ui.choices import format_epsilon
-from ui.risk_view import add_point, tradeoff_figure
+from ui.risk_view import add_point, epsilon_sentence, tradeoff_figure
 
 GAME_EPSILONS = ["0.1", "0.5", "1", "2", "4", "8", "inf"]
 ROOM_HOURS = 6           # the room view shows rounds from the last few hours
@@ -62,7 +62,7 @@ def game_panel(store: RunStore, session: str) -> None:
     left, right = st.columns([1, 2])
     choice = left.select_slider("ε", GAME_EPSILONS, value="1", key="game_eps",
                                 format_func=lambda c: "∞" if c == "inf" else c)
-    right.info(risk.in_words(_eps(choice), game.GAME_DELTA), icon="🎯")
+    right.info(epsilon_sentence(_eps(choice), game.GAME_DELTA))
     st.text_input("Your name in the room view (optional)", key="game_player", max_chars=40)
     g, s = game.Game(_eps(choice)), _state(choice)
     r = s["round"]

@@ -16,6 +16,12 @@ _CURVE_STYLE = {"own": dict(color="#2563eb", width=2.5),
                 "bound": dict(color="#d97706", width=2, dash="dash")}
 
 
+def epsilon_sentence(epsilon: float, delta: float) -> str:
+    """engine.risk.in_words as a sentence of its own (capital letter, full stop)."""
+    words = risk.in_words(epsilon, delta)
+    return f"{words[:1].upper()}{words[1:]}."
+
+
 def tradeoff_figure(curves: dict[str, tuple[risk.Tradeoff, str]], *, title: str,
                     height: int = 420) -> go.Figure:
     """One line per curve ({legend name: (Tradeoff, "own" | "bound")}) above the
