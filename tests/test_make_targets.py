@@ -8,6 +8,7 @@ needs without training anything.
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,12 @@ def test_bench_target_starts(target):
                          text=True, timeout=120)
     assert out.returncode == 0, f"{recipe} --help failed:\n{out.stderr[-2000:]}"
     assert "usage" in out.stdout.lower()
+
+
+def test_stop_bench_tiny_configuration_runs():
+    """bench/stop.py (Stop's latency, which tests do not time) still runs end to end."""
+    out = subprocess.run([sys.executable, "bench/stop.py", "--tiny"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [ln for ln in out.stdout.splitlines() if "p50" in ln]
+    assert len(rows) == 2 and all("n= 1" in r for r in rows)
