@@ -32,14 +32,11 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -47,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import workshop_browser  # noqa: E402
+from bench.app_server import free_port, start_server, stop_server  # noqa: E402
 from bench.workshop_browser import hold  # noqa: E402
 from bench.ws_client import Session  # noqa: E402
 
@@ -62,10 +60,6 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, int(round(q / 100 * len(s) + 0.5)) - 1))]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _proc_stat(pid: int) -> tuple[float, float] | None:
@@ -123,24 +117,6 @@ class CpuMeter(threading.Thread):
         return server / wall, others / wall
 
 
-def start_server(runs: Path, port: int) -> subprocess.Popen:
-    env = dict(os.environ, DPSYNTH_RUNS=str(runs))
-    streamlit = Path(sys.executable).with_name("streamlit")
-    proc = subprocess.Popen([str(streamlit), "run", "app.py", "--server.port", str(port),
-                             "--server.headless", "true"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while True:
-        try:
-            if urllib.request.urlopen(f"http://localhost:{port}/_stcore/health",
-                                      timeout=1).read() == b"ok":
-                return proc
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise SystemExit(f"streamlit did not start on port {port}")
-        time.sleep(0.3)
 
 
 async def ws_session(url: str, rec: dict, deadline: float, all_done: asyncio.Event,
@@ -287,11 +263,7 @@ def main() -> None:
         store.close()
     finally:
         meter.done.set()
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
     report(args, browsers, out, late, wall, warm, rows, runs,
            (server_share, train_share, client_share), meter)
     shutil.rmtree(runs, ignore_errors=True)

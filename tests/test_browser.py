@@ -8,11 +8,7 @@ $DPSYNTH_SCREENSHOTS when set.
 
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -28,41 +24,12 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"{CHROMIUM} is absent (install the chromium package)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server(tmp_path):
-    port = _free_port()
-    env = dict(os.environ, DPSYNTH_RUNS=str(tmp_path / "runs"))
-    streamlit = Path(sys.executable).with_name("streamlit")
-    proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://localhost:{port}"
-    try:
-        deadline = time.time() + HANG_S  # a hang guard: the loop ends when it is healthy
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                out = proc.stdout.read().decode(errors="replace") if proc.poll() is not None else ""
-                pytest.fail(f"streamlit did not start on {url}: {out[-2000:]}")
-            time.sleep(0.2)
+    from bench.app_server import serve
+
+    with serve(tmp_path / "runs", timeout=HANG_S) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 WAIT_MS = HANG_S * 1000  # expect() returns as soon as the condition holds

@@ -11,21 +11,14 @@ import time
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench.workshop import free_port, start_server
+from bench.app_server import serve
 from bench.ws_client import Session
 
 
 @pytest.fixture
 def app_url(tmp_path):
-    proc = start_server(tmp_path / "runs", free_port())
-    try:
-        yield f"http://localhost:{proc.args[proc.args.index('--server.port') + 1]}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except Exception:
-            proc.kill()
+    with serve(tmp_path / "runs") as url:
+        yield url
 
 
 async def _until(cond, timeout: float, what: str) -> None:
