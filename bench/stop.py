@@ -1,6 +1,6 @@
 """Benchmark (not a test): how long Stop takes, from the press to a CANCELLED row.
 
-The product promises Stop within 2 s (README, "How the app runs jobs"). The tests check
+The product promises Stop within 2 s (docs/architecture.md, "How the app runs jobs"). The tests check
 what Stop does (the run ends CANCELLED, a trainer stuck in a long step is killed); this
 measures how long it takes, on this machine as it is, for two kinds of run:
 

@@ -47,7 +47,7 @@ _TEACHER_NOTES = {
 # learned far worse than 4,000 under the same noise; digits' 95 stay at chance at ε = 1).
 _FEW_TEACHERS = 1000
 
-# What DataLens reached on digits with the current defaults (README, digits table: 10 seeds
+# What DataLens reached on digits with the current defaults (docs/datalens.md, digits table: 10 seeds
 # at ε = 1 and 10, 3 without noise), quoted by the small-data warning and the Learn page so
 # the figures live in one place; accuracies as the app writes them (.55). Re-measure:
 # python -m bench.datalens_fashion --dataset digits
@@ -230,7 +230,7 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
     opt_s = torch.optim.Adam(student.parameters(), p.lr_student, betas=(0.5, 0.999))
     # Each student step follows mostly noise (σ ≫ the vote sums' signal); the equal-weight
     # mean of its weights over the later steps keeps the drift and averages the noise
-    # (README: measurements on held-out Fashion-MNIST records).
+    # (docs/datalens.md: measurements on held-out Fashion-MNIST records).
     average, average_after = AveragedModel(student), int(p.average_from * total)
 
     def released():
@@ -338,7 +338,7 @@ def _sample(student, n, p: Params, k_cls, gen, device, chunk=1000):
 def blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
     """Gaussian blur of (n, c, h, w) images, σ in pixels (0 = unchanged). The student
     learns from noisy votes on pixel blocks and its images carry a speckle that a
-    classifier trained on them fits instead of the shapes (README: blurring the released
+    classifier trained on them fits instead of the shapes (docs/datalens.md: blurring the released
     samples)."""
     if sigma <= 0:
         return x

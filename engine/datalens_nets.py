@@ -120,7 +120,7 @@ class MLPTeacherEnsemble(nn.Module):
     Pixels are shifted by `center` (a public constant, not a statistic of the data) before
     the first layer: random features of all-positive images are nearly parallel, so slow
     teachers, which stay close to their random first layer, tell images apart far better
-    on centred pixels (README: centring the teachers' input).
+    on centred pixels (docs/datalens.md: centring the teachers' input).
     """
 
     def __init__(self, n_teachers: int, image_shape: tuple[int, int, int], n_classes: int,
@@ -190,7 +190,7 @@ class Student(nn.Module):
     side must be divisible by 4. BatchNorm is used in training mode throughout (as the
     official code): without it the prototype's student stayed at chance (LogReg .53 on
     Fashion-MNIST with it). `class_norm` gives each batch norm a gain and shift per class
-    (ClassBatchNorm); the official student shares one (README: class-conditional batch
+    (ClassBatchNorm); the official student shares one (docs/datalens.md: class-conditional batch
     norm on held-out Fashion-MNIST records).
     """
 

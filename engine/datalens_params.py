@@ -54,13 +54,13 @@ class Params:
     lr_teacher: float = knob(2e-5, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                              help="Teachers' Adam lr (official 1e-3). Slow teachers keep their "
                                   "votes pointing at the data; fast ones chase the student, which "
-                                  "then collapses to black (Fashion, README).")
+                                  "then collapses to black (Fashion, docs/datalens.md).")
     lr_student: float = knob(1e-3, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                              help="Student's Adam lr.")
     student_steps: int = knob(5, lo=1, hi=20,
                               help="Student updates toward each released aggregate (official: "
                                    "1). The extra steps reuse the noisy votes already paid "
-                                   "for: post-processing, no privacy cost (Fashion, README).")
+                                   "for: post-processing, no privacy cost (Fashion, docs/datalens.md).")
     average_from: float = knob(0.4, lo=0.0, hi=1.0, hi_open=True,
                                help="Release the mean of the student's weights over the steps "
                                     "after this fraction of the run: it averages out the vote "
@@ -71,7 +71,7 @@ class Params:
     blur: float = knob(0.5, lo=0.0, hi=2.0,
                        help="Gaussian blur (σ in pixels) of the released samples: it removes "
                             "the speckle the noisy votes leave (post-processing, free; "
-                            "Fashion, README). 0 = off.")
+                            "Fashion, docs/datalens.md). 0 = off.")
     max_steps: int = knob(300, lo=1, help="Cap on iterations (the budget may stop training "
                                           "earlier); the fixed step count when ε = ∞.")
     accountant: str = knob("exact", choices=tuple(privacy.ACCOUNTANTS),
@@ -87,13 +87,13 @@ class Params:
                                  help="Teachers see every pixel minus this public constant: slow "
                                       "teachers keep near-random first layers, whose features of "
                                       "all-positive images are nearly parallel; centred pixels "
-                                      "tell images apart (Fashion and digits, README). 0 = off.")
+                                      "tell images apart (Fashion and digits, docs/datalens.md). 0 = off.")
     teacher_widths: tuple = knob((11, 42, 256), lo=1)  # official teacher: conv1, conv2, FC
     student_widths: tuple = knob((1024, 128), lo=1)  # FC width, deconv channels (official)
     class_norm: bool = knob(False, help="Student batch norms with a gain and shift per class "
                                         "(conditional batch norm); off = the official shared one, "
                                         "labels entering only as concatenated inputs. It helped "
-                                        "1,000 teachers on Fashion-MNIST but not 3,333 (README).")
+                                        "1,000 teachers on Fashion-MNIST but not 3,333 (docs/datalens.md).")
     records_per_teacher: int | None = knob(None, kind="int", lo=1,
                                            none="all records, split evenly",
                                            help="Cap on each teacher's records; empty = all "
@@ -127,7 +127,7 @@ class Params:
         base = replace(base, top_k=max(1, min(voted, round(200 * voted / 784))))
         if d <= 256:
             # a smaller student and faster teachers for digits' 95 teachers of 15 (measured
-            # there, README); the student's steps and sampling are Fashion's (held-out digits)
+            # there, docs/datalens.md); the student's steps and sampling are Fashion's (held-out digits)
             base = replace(base, latent=20, student_widths=(128, 32), first_teacher_steps=5,
                            lr_teacher=2e-4, blur=0.0)
         teachers = max(1, min(_MAX_TEACHERS, n_train // _RECORDS_PER_TEACHER))

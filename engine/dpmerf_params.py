@@ -103,7 +103,7 @@ class Params:
                        epochs=_readable(_STEPS["tabular"] * 200 / m))
         if d >= _LARGE_IMAGE:
             # Temperature 0.5 and the wider generator: chosen on held-out real *training*
-            # records, never on the test split (README, "What moved accuracy").
+            # records, never on the test split (docs/results.md, "What moved accuracy").
             return cls(n_features=n_features, batch_size=500, projection="auto",
                        sample_temperature=0.5, gen_hidden=400, gen_channels=(32, 16),
                        epochs=_readable(_STEPS["large_image"] * 500 / m))
