@@ -85,6 +85,11 @@ def build_parser() -> _Parser:
     g.add_argument("--fashion-datalens", action="store_true",
                    help="also DataLens on Fashion-MNIST (about an hour on a CPU)")
     g.add_argument("--rebuild", action="store_true", help="retrain entries already built")
+    led = sub.add_parser("ledger", help="privacy budget spent per dataset (the run store's ledger)")
+    led.add_argument("--json", action="store_true", help="datasets with their runs and total ε")
+    led.add_argument("--cap", action="append", default=[],
+                     help="budget cap NAME=EPS (or NAME=none), e.g. --cap digits=5")
+    led.add_argument("--delta", default=None, help="the ledger's δ for the datasets given by --cap")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     return p
@@ -205,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args, extra)
         if args.command == "gallery":
             return _gallery(args)
+        if args.command == "ledger":
+            from engine.ledger import main as ledger_main
+
+            return ledger_main(args)
         if args.command == "datasets":
             return _datasets()
         return _methods()

@@ -28,3 +28,12 @@ def runs_root(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setenv("DPSYNTH_RUNS", str(root))
     return root
+
+
+@pytest.fixture(autouse=True)
+def _own_store_home(tmp_path_factory, monkeypatch):
+    """Every run is charged to a run store's privacy ledger (engine/ledger.py); a test that
+    trains outside `runs_root` (the CLI, the runner) charges a throwaway store, never the
+    user's ~/.local/share/dp-synth-lab."""
+    if not os.environ.get("DPSYNTH_RUNS"):
+        monkeypatch.setenv("DPSYNTH_HOME", str(tmp_path_factory.mktemp("dpsynth-home")))
