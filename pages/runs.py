@@ -15,6 +15,7 @@ from engine.records import RunStatus, real_key
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
 from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
+from ui.ledger import ledger_section
 from ui.runs_view import label_editor, pu_figure, sample_grids, sweep_panel
 
 st.title("Runs & Compare")
@@ -168,3 +169,5 @@ if datasets:
 
 st.subheader("Sweep")
 sweep_panel(jm)
+
+ledger_section(instructor=jm.instructor)  # budget spent per dataset and per sweep

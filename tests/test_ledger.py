@@ -223,3 +223,46 @@ def test_gallery_imports_are_not_charged_to_the_store(store):
         pytest.skip("no gallery in this checkout")
     assert load_into(store)
     assert L.Ledger(store.root).datasets() == []
+
+
+# ------------------------------------------------------------------------------ the app
+
+
+def test_playground_shows_the_ledger_before_train_and_a_cap_disables_it(runs_root, monkeypatch):
+    from apptest import open_app
+
+    at = open_app()
+    note = next(i.value for i in at.info if "Privacy budget of this dataset" in i.value)
+    assert "spent ε = 0 over 0 run(s)" in note and "brings it to ε = 1" in note
+    assert PUBLIC in note
+    led = L.Ledger(runs_root)
+    led.book(RunConfig(epsilon=1.0), run_id="earlier", source="test")
+    at.run()
+    note = next(i.value for i in at.info if "Privacy budget of this dataset" in i.value)
+    two = L.total_epsilon(L.planned(RunConfig(epsilon=1.0)) * 2, delta=L.DEFAULT_DELTA)
+    assert "spent ε = 1 over 1 run(s)" in note and f"brings it to ε = {two:.3g}" in note
+    assert not at.button(key="pg_train").disabled
+    led.set_cap("digits", 1.2)
+    at.run()
+    assert any("past its cap of 1.2" in e.value for e in at.error)
+    assert at.button(key="pg_train").disabled
+
+
+def test_runs_page_lists_the_ledger_and_an_instructor_sets_a_cap(runs_root, monkeypatch):
+    from apptest import open_app
+
+    monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")
+    led = L.Ledger(runs_root)
+    for s in range(2):
+        led.book(RunConfig(epsilon=1.0, seed=s), run_id=f"r{s}", source="test", sweep="my sweep")
+    at = open_app()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "ε spent" in d.value.columns)
+    assert list(table["runs"]) == [2] and "my sweep: ε = 1.47 (2 runs)" in table["sweeps"][0]
+    at.number_input(key="ledger_cap_eps").set_value(3.0)
+    next(b for b in at.button if b.label == "Set cap").click().run()
+    assert led.datasets()[0]["cap"] == 3.0
+
+
+PUBLIC = L.PUBLIC_NOTE
