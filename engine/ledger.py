@@ -141,6 +141,28 @@ def total_epsilon(mechanisms: Iterable[tuple[float, int]], *, delta: float) -> f
     return privacy.composed_epsilon(tuple(sorted(merged.items())), delta=delta)
 
 
+def compose_rows(rows: Iterable, *, delta: float) -> float:
+    """ε at `delta` of ledger rows (each with "mechanisms" and "search" JSON columns).
+
+    Without private searches: the exact Gaussian composition of every release. With
+    them, two valid bounds and the smaller is reported: every candidate that started
+    composed in full (exact), and each search's repeat-and-select RDP bound composed
+    with the other rows (engine.privacy.repeat_and_select_epsilon)."""
+    from engine import privacy
+
+    rows = list(rows)
+    mechs = [[tuple(m) for m in json.loads(r["mechanisms"])] for r in rows]
+    plain = total_epsilon([m for ms in mechs for m in ms], delta=delta)
+    searches = [json.loads(r["search"]) for r in rows if r["search"]]
+    if not searches:
+        return plain
+    others = [m for r, ms in zip(rows, mechs) if not r["search"] for m in ms]
+    rs = privacy.repeat_and_select_epsilon(
+        [(tuple(map(tuple, s["candidate"])), s["mean"], s["shape"]) for s in searches],
+        delta=delta, others=others)
+    return min(plain, rs)
+
+
 def epsilon_words(eps: float) -> str:
     return "∞" if math.isinf(eps) else f"{eps:.3g}"
 
@@ -199,6 +221,8 @@ class Ledger:
     def _con(self) -> sqlite3.Connection:
         con = store_db.connect(self.db_path)
         con.executescript(store_db.LEDGER_SCHEMA)
+        if "search" not in {r[1] for r in con.execute("PRAGMA table_info(ledger_charges)")}:
+            con.execute("ALTER TABLE ledger_charges ADD COLUMN search TEXT")  # an early ledger
         return con
 
     # ------------------------------------------------------------------ reads
@@ -212,12 +236,14 @@ class Ledger:
         return con.execute("SELECT * FROM ledger_charges WHERE dataset=? ORDER BY created",
                            (key,)).fetchall()
 
-    def _forecast(self, con, ds: DatasetId, extra: Mechanisms) -> Forecast:
+    def _forecast(self, con, ds: DatasetId, extra: Mechanisms, search: dict | None = None
+                  ) -> Forecast:
         delta, cap = self._delta(con, ds.key)
-        mechs = [tuple(m) for r in self._rows(con, ds.key) for m in json.loads(r["mechanisms"])]
-        runs = len(self._rows(con, ds.key))
-        return Forecast(ds, delta, runs, total_epsilon(mechs, delta=delta),
-                        total_epsilon(mechs + list(extra), delta=delta), cap)
+        rows = [dict(r) for r in self._rows(con, ds.key)]
+        more = [{"mechanisms": json.dumps([list(m) for m in extra]),
+                 "search": json.dumps(search) if search else None}] if extra or search else []
+        return Forecast(ds, delta, len(rows), compose_rows(rows, delta=delta),
+                        compose_rows(rows + more, delta=delta), cap)
 
     def forecast(self, config: RunConfig, *, pending: Iterable[RunConfig] = ()) -> Forecast | None:
         """This dataset's total now and after `config` (and `pending`: runs queued but not
@@ -248,8 +274,7 @@ class Ledger:
             for key in sorted({r["dataset"] for r in rows} | set(caps)):
                 mine = [r for r in rows if r["dataset"] == key]
                 delta, cap = self._delta(con, key)
-                mechs = [tuple(m) for r in mine for m in json.loads(r["mechanisms"])]
-                eps = total_epsilon(mechs, delta=delta)
+                eps = compose_rows(mine, delta=delta)
                 public = bool(mine[0]["public"]) if mine else ":" not in key
                 label = mine[0]["label"] if mine else (f"{key} ({PUBLIC_NOTE})" if public else key)
                 out.append({
@@ -262,33 +287,50 @@ class Ledger:
 
     # ----------------------------------------------------------------- writes
     def book(self, config: RunConfig, *, run_id: str, source: str, sweep: str | None = None,
-             charge_id: str | None = None) -> str | None:
+             charge_id: str | None = None, search: dict | None = None) -> str | None:
         """Charge a run that is about to use its data, with its planned mechanism;
         refused (InputError) past the cap. Check and insert are one transaction, so two
-        runs starting together cannot both slip under it. Returns the charge id."""
+        runs starting together cannot both slip under it. Returns the charge id.
+
+        A private search (`search`: {"candidate": [[z, n], ...], "mean", "shape"}) starts
+        with no candidate charged; `add_candidate` charges each one as it starts."""
         ds = dataset_id(config)
         if ds is None:
             return None
         charge_id = charge_id or run_id
-        mechs = planned(config)
+        mechs = () if search else planned(config)
         with closing(self._con()) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
-                f = self._forecast(con, ds, mechs)
+                f = self._forecast(con, ds, mechs, search)
                 if f.refused:
                     raise InputError(f.refused)
                 con.execute(
                     "INSERT OR REPLACE INTO ledger_charges (id, dataset, label, public, run_id, "
-                    "source, sweep, method, epsilon, delta, state, mechanisms, created) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "source, sweep, method, epsilon, delta, state, mechanisms, search, created) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (charge_id, ds.key, ds.label, int(ds.public), run_id, source, sweep,
                      config.method, config.epsilon if config.private else None, config.delta,
-                     "planned", json.dumps([list(m) for m in mechs]), time.time()))
+                     "planned", json.dumps([list(m) for m in mechs]),
+                     json.dumps(search) if search else None, time.time()))
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
         return charge_id
+
+    def add_candidate(self, charge_id: str) -> int:
+        """A private search starts one more candidate: charge it (in full, until the
+        search's own bound is the smaller). Returns how many have started."""
+        with closing(self._con()) as con:
+            con.execute("BEGIN IMMEDIATE")
+            row = con.execute("SELECT mechanisms, search FROM ledger_charges WHERE id=?",
+                              (charge_id,)).fetchone()
+            mechs = json.loads(row["mechanisms"]) + json.loads(row["search"])["candidate"]
+            con.execute("UPDATE ledger_charges SET mechanisms=? WHERE id=?",
+                        (json.dumps(mechs), charge_id))
+            con.execute("COMMIT")
+        return len(mechs) // max(1, len(json.loads(row["search"])["candidate"]))
 
     def settle(self, charge_id: str, report: dict) -> None:
         """Replace a run's planned charge by its actual releases (privacy report)."""
@@ -352,7 +394,8 @@ def _run_row(r: sqlite3.Row) -> dict[str, Any]:
             "sweep": r["sweep"], "method": r["method"],
             "epsilon_target": math.inf if r["epsilon"] is None else r["epsilon"],
             "delta": r["delta"], "state": r["state"],
-            "mechanisms": [list(m) for m in mechs], "created": r["created"]}
+            "mechanisms": [list(m) for m in mechs], "created": r["created"],
+            "search": json.loads(r["search"]) if r["search"] else None}
 
 
 def _sweeps(rows: list[sqlite3.Row], delta: float) -> list[dict[str, Any]]:
@@ -360,8 +403,7 @@ def _sweeps(rows: list[sqlite3.Row], delta: float) -> list[dict[str, Any]]:
     out = []
     for name in sorted({r["sweep"] for r in rows if r["sweep"]}):
         mine = [r for r in rows if r["sweep"] == name]
-        mechs = [tuple(m) for r in mine for m in json.loads(r["mechanisms"])]
-        out.append({"sweep": name, "runs": len(mine), "epsilon": total_epsilon(mechs, delta=delta)})
+        out.append({"sweep": name, "runs": len(mine), "epsilon": compose_rows(mine, delta=delta)})
     return out
 
 

@@ -78,6 +78,7 @@ CREATE TABLE IF NOT EXISTS ledger_charges (
     delta REAL NOT NULL,
     state TEXT NOT NULL,     -- planned (charged at start) or final (its releases)
     mechanisms TEXT NOT NULL,-- JSON [[noise multiplier, count], ...]; multiplier 0 = no noise
+    search TEXT,             -- private search: JSON {"candidate": [[z, n]], "mean", "shape"}
     created REAL NOT NULL,
     settled REAL
 );
