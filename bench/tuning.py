@@ -58,7 +58,7 @@ def cases(csv: Path, tiny: bool) -> list[tuple[str, RunConfig, dict]]:
                  {"bins": [4, 8], "conditional": [True, False], "counts_share": [0.05, 0.2]})]
     return [("digits", RunConfig(method="dpmerf", params={"epochs": 30}),
              {"n_features": [500, 1000, 2000], "lr": [0.003, 0.01, 0.03],
-              "length_scale": [0.5, 1.0, 2.0]}),
+              "batch_size": [100, 200, 500]}),
             ("csv", RunConfig(method="marginals", dataset="csv", data_options=opts),
              {"bins": [4, 8, 16, 32], "conditional": [True, False],
               "counts_share": [0.02, 0.05, 0.2]}),

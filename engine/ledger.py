@@ -240,7 +240,10 @@ class Ledger:
                   ) -> Forecast:
         delta, cap = self._delta(con, ds.key)
         rows = [dict(r) for r in self._rows(con, ds.key)]
-        more = [{"mechanisms": json.dumps([list(m) for m in extra]),
+        # A search not yet run may draw any K: its plain composition is unbounded (a
+        # multiplier-0 stand-in), so its forecast is its repeat-and-select bound.
+        mechs = [[0.0, 1]] if search else [list(m) for m in extra]
+        more = [{"mechanisms": json.dumps(mechs),
                  "search": json.dumps(search) if search else None}] if extra or search else []
         return Forecast(ds, delta, len(rows), compose_rows(rows, delta=delta),
                         compose_rows(rows + more, delta=delta), cap)
