@@ -110,6 +110,23 @@ def planned(config: RunConfig) -> Mechanisms:
     return ((privacy.calibrate_noise_multiplier(epsilon=config.epsilon, delta=config.delta), 1),)
 
 
+def _search_row(search: dict) -> dict:
+    # A search not yet run may draw any K: its plain composition is unbounded (a
+    # multiplier-0 stand-in), so its forecast is its repeat-and-select bound.
+    return {"mechanisms": "[[0.0, 1]]", "search": json.dumps(search)}
+
+
+def planned_row(config: RunConfig) -> dict:
+    """A run about to start, as a ledger row (for forecasts): a private search job
+    (engine/private_tuning.py) by its repeat-and-select bound, any other run by `planned`."""
+    from engine import private_tuning
+
+    plan = private_tuning.spec_plan(config)
+    if plan is not None:
+        return _search_row(private_tuning.ledger_search(plan))
+    return {"mechanisms": json.dumps([list(m) for m in planned(config)]), "search": None}
+
+
 def from_releases(report: dict) -> Mechanisms | None:
     """(noise multiplier, count) of each release in a privacy report (metrics.json
     "privacy"); multiplier 0 for a release without noise. None if it lists none."""
@@ -236,15 +253,9 @@ class Ledger:
         return con.execute("SELECT * FROM ledger_charges WHERE dataset=? ORDER BY created",
                            (key,)).fetchall()
 
-    def _forecast(self, con, ds: DatasetId, extra: Mechanisms, search: dict | None = None
-                  ) -> Forecast:
+    def _forecast(self, con, ds: DatasetId, more: list[dict]) -> Forecast:
         delta, cap = self._delta(con, ds.key)
         rows = [dict(r) for r in self._rows(con, ds.key)]
-        # A search not yet run may draw any K: its plain composition is unbounded (a
-        # multiplier-0 stand-in), so its forecast is its repeat-and-select bound.
-        mechs = [[0.0, 1]] if search else [list(m) for m in extra]
-        more = [{"mechanisms": json.dumps(mechs),
-                 "search": json.dumps(search) if search else None}] if extra or search else []
         return Forecast(ds, delta, len(rows), compose_rows(rows, delta=delta),
                         compose_rows(rows + more, delta=delta), cap)
 
@@ -254,12 +265,9 @@ class Ledger:
         ds = dataset_id(config)
         if ds is None:
             return None
-        extra = list(planned(config))
-        for other in pending:
-            if dataset_id(other) == ds:
-                extra += planned(other)
+        more = [planned_row(c) for c in (config, *pending) if dataset_id(c) == ds]
         with closing(self._con()) as con:
-            return self._forecast(con, ds, tuple(extra))
+            return self._forecast(con, ds, more)
 
     def check(self, config: RunConfig, *, pending: Iterable[RunConfig] = ()) -> None:
         """Refuse (InputError, one line) a run that would take its dataset past its cap.
@@ -302,10 +310,11 @@ class Ledger:
             return None
         charge_id = charge_id or run_id
         mechs = () if search else planned(config)
+        more = [_search_row(search)] if search else [planned_row(config)]
         with closing(self._con()) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
-                f = self._forecast(con, ds, mechs, search)
+                f = self._forecast(con, ds, more)
                 if f.refused:
                     raise InputError(f.refused)
                 con.execute(
@@ -353,7 +362,7 @@ class Ledger:
             if row is None:
                 return {}
             ds = DatasetId(row["dataset"], row["label"], bool(row["public"]))
-            f = self._forecast(con, ds, ())
+            f = self._forecast(con, ds, [])
         return jsonable({"dataset": ds.key, "label": ds.label, "delta": f.delta,
                          "epsilon_total": f.spent, "runs": f.runs, "cap": f.cap,
                          "note": "total over every run on these records, composed exactly "
@@ -419,6 +428,13 @@ def root_for(out_dir: str | Path) -> Path | None:
     store ($DPSYNTH_RUNS / $DPSYNTH_HOME), so both land on the same ledger."""
     out = Path(out_dir).resolve()
     return out.parent if (out.parent / "runs.db").exists() else None
+
+
+def sweep_of(root: Path, run_id: str) -> str | None:
+    """The sweep of a run in the store at `root` (None: no such run, or no sweep)."""
+    with closing(store_db.connect(Path(root) / "runs.db")) as con:
+        row = con.execute("SELECT sweep FROM runs WHERE id=?", (run_id,)).fetchone()
+    return row["sweep"] if row is not None else None
 
 
 def book_run(config: RunConfig, out_dir: str | Path) -> tuple[Ledger, str | None]:

@@ -44,13 +44,14 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from engine import privacy
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.events import Event
 from engine.jsonsafe import jsonable
 
 VALIDATION_SHARE = 0.2
@@ -180,38 +181,94 @@ def split_validation(data, seed: int):
 # ------------------------------------------------------------------------- the search
 
 
+SPEC = "private_search"  # a queued run whose params hold this key is a private search
+
+
+def search_config(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: float,
+                  distribution: str = "geometric") -> RunConfig:
+    """The app's job for a private search: `base` at the search's total ε with the search
+    in its params under SPEC (runner.execute hands such a run to `run_events`)."""
+    plan_search(epsilon=epsilon, delta=base.delta, mean=mean, distribution=distribution,
+                grid=grid)
+    return replace(base, epsilon=float(epsilon), params={**base.params, SPEC: {
+        "grid": {k: list(v) for k, v in grid.items()}, "mean": float(mean),
+        "distribution": distribution}})
+
+
+def spec_plan(config: RunConfig) -> SearchPlan | None:
+    """The plan of a search job (None for an ordinary run)."""
+    spec = (config.params or {}).get(SPEC)
+    if not spec:
+        return None
+    return plan_search(epsilon=config.epsilon, delta=config.delta, mean=spec["mean"],
+                       distribution=spec["distribution"], grid=spec["grid"])
+
+
+def run_events(config: RunConfig, out_dir: str | Path, *, stop=None, full_eval: bool = True):
+    """runner.execute for a search job: the search's Events, into the run's folder."""
+    spec = config.params[SPEC]
+    base = replace(config, params={k: v for k, v in config.params.items() if k != SPEC})
+    return (yield from search_events(base, spec["grid"], epsilon=config.epsilon,
+                                     mean=spec["mean"], distribution=spec["distribution"],
+                                     out_dir=out_dir, stop=stop, full_eval=full_eval))
+
+
 def search(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: float,
            distribution: str = "geometric", out_dir: str | Path,
            ledger_root: str | Path | None = None, stop: threading.Event | None = None,
-           full_eval: bool = False, log: Callable[[str], None] = lambda s: None,
-           on_candidate: Callable[[int], None] | None = None) -> dict:
-    """Run a private search on `base`'s dataset and method; write the released candidate
-    into `out_dir` (config.json, metrics.json, synthetic data, samples.png) and return
-    its metrics. `base.delta` is the search's δ; `epsilon` its total ε."""
+           full_eval: bool = False, log: Callable[[str], None] = lambda s: None) -> dict:
+    """Run a private search into a new folder (the bench, scripts): its metrics."""
+    from engine.runner import claim_out_dir
+
+    claim_out_dir(out_dir, overwrite=False)
+    report = {}
+    for ev in search_events(base, grid, epsilon=epsilon, mean=mean, distribution=distribution,
+                            out_dir=out_dir, ledger_root=ledger_root, stop=stop,
+                            full_eval=full_eval):
+        if ev.message:
+            log(ev.message)
+        if ev.phase in ("done", "cancelled"):
+            report = json.loads((Path(out_dir) / "metrics.json").read_text())
+    return report
+
+
+def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: float,
+                  distribution: str = "geometric", out_dir: str | Path,
+                  ledger_root: str | Path | None = None, stop: threading.Event | None = None,
+                  full_eval: bool = False) -> Iterator[Event]:
+    """The search, as Events (one "train" event per candidate, K public), ending with
+    "done"; writes the released candidate into `out_dir` (config.json, metrics.json,
+    synthetic data, samples.png). `base.delta` is the search's δ, `epsilon` its total ε.
+    A folder inside a run store is charged to that store's ledger."""
     from engine import data as datasets
+    from engine import ledger
     from engine.evaluate import fit_and_score, full_evaluation
-    from engine.ledger import Ledger
     from engine.registry import get_method, make_params
-    from engine.runner import _write_metrics, claim_out_dir, write_samples_png, write_synthetic
+    from engine.runner import _write_metrics, write_samples_png, write_synthetic
 
     base.validate()
     plan = plan_search(epsilon=epsilon, delta=base.delta, mean=mean,
                        distribution=distribution, grid=grid)
     method = get_method(base.method)
-    out = claim_out_dir(out_dir, overwrite=False)
+    out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    led = Ledger(ledger_root)
-    charge = f"search-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    (out / "metrics.json").unlink(missing_ok=True)
+    root = ledger_root if ledger_root is not None else ledger.root_for(out)
+    led = ledger.Ledger(root)
+    in_store = ledger_root is None and root is not None
+    charge = out.name if in_store else (
+        f"search-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}")
     # Before the data is read: refused past the cap, charged with the search's bound.
-    led.book(replace(base, epsilon=plan.epsilon), run_id=str(out), source="private-tuning",
-             charge_id=charge, search=ledger_search(plan))
+    led.book(replace(base, epsilon=plan.epsilon), run_id=out.name if in_store else str(out),
+             source="private-tuning", charge_id=charge, search=ledger_search(plan),
+             sweep=ledger.sweep_of(root, out.name) if in_store else None)
     data = datasets.load(base.dataset, seed=base.seed, options=base.data_options)
     view, x_val, y_val = split_validation(data, base.seed)
     # Each candidate's own target: a hair under z's ε, so its releases' multiplier ≥ z.
     cand_eps = privacy.epsilon_for(plan.multiplier * (1 + 1e-5), delta=base.delta)
     rng = os_rng()
     k = draw_k(plan, rng)
-    log(f"{plan.words()}; K = {k} drawn")
+    yield Event("release", 0, k, plan.epsilon, message=f"{plan.words()}; K = {k} drawn")
     t0 = time.perf_counter()
     best: dict | None = None
     started = 0
@@ -223,8 +280,6 @@ def search(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: floa
         params = make_params(config.method, view, config.params)  # bad grid values: here
         led.add_candidate(charge)
         started += 1
-        if on_candidate is not None:
-            on_candidate(started)
         result = None
         for ev in method.train(config, params, view, "cpu", stop):
             if ev.phase == "done":
@@ -233,22 +288,31 @@ def search(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: floa
             raise RuntimeError("the trainer ended without a result")
         score = noisy_accuracy(correct_count(_predict(result.x, result.y, view, x_val), y_val),
                                len(y_val), plan.multiplier)
-        log(f"candidate {i + 1}/{k} done")  # its settings and score stay unreported
         if best is None or score > best["score"]:
             best = {"score": score, "settings": settings, "config": config, "result": result}
         del result  # a losing candidate's output is gone once it has lost
+        # Its settings and score stay unreported; only the count of candidates is public.
+        yield Event("train", i + 1, k, plan.epsilon, message=f"candidate {i + 1} of {k} done")
     seconds = time.perf_counter() - t0
-    report = {"status": "finished" if started == k else "stopped", "mode": "private tuning",
+    stopped = started < k
+    report = {"status": "cancelled" if stopped else "finished", "mode": "private tuning",
               "search": {**_plan_dict(plan), "K": k, "candidates_run": started,
-                         "seconds": round(seconds, 3)}}
-    if best is None:
-        report["note"] = "K = 0 candidates drawn (Poisson): nothing is released."
+                         "seconds": round(seconds, 3)},
+              "method": base.method, "dataset": base.dataset, "epsilon_spent": plan.epsilon,
+              "delta": base.delta, "accuracy": {}}
+    if best is None or stopped:
+        report["note"] = ("stopped: nothing is released" if stopped else
+                          "K = 0 candidates drawn (Poisson): nothing is released.")
+        report["ledger"] = led.summary_for(charge)
         _write_metrics(out, jsonable(report))
-        return report
+        yield Event("cancelled" if stopped else "done", started, k, plan.epsilon,
+                    message=report["note"])
+        return
     (out / "config.json").write_text(best["config"].to_json())
     result = best["result"]
     write_synthetic(out, result, view)
     write_samples_png(out / "samples.png", result, view)
+    yield Event("evaluate", k, k, plan.epsilon, message="evaluating on the real test split")
     scores = (full_evaluation(result.x, result.y, view, seed=base.seed) if full_eval else
               {"synthetic/logreg": fit_and_score("logreg", result.x, result.y, view)["accuracy"]})
     report.update({
@@ -256,8 +320,7 @@ def search(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: floa
                      "validation_records": int(len(y_val)),
                      "score_sensitivity": SCORE_SENSITIVITY,
                      "score_noise_std": plan.multiplier * SCORE_SENSITIVITY / len(y_val)},
-        "method": base.method, "dataset": base.dataset, "epsilon_spent": plan.epsilon,
-        "delta": base.delta, "privacy": result.privacy, "accuracy": scores,
+        "privacy": result.privacy, "accuracy": scores,
         "disclosures": {"not private": {"accuracy": "NOT private: measured on the real test "
                                         "records without noise (a diagnostic)"},
                         "covered by epsilon": "the released candidate's synthetic data, "
@@ -265,7 +328,9 @@ def search(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: floa
     best.clear()
     report["ledger"] = led.summary_for(charge)
     _write_metrics(out, jsonable(report))
-    return report
+    yield Event("done", k, k, plan.epsilon, message="finished",
+                metrics={**scores, "private_search/noisy_validation_accuracy":
+                         report["released"]["noisy_validation_accuracy"]}, result=result)
 
 
 def _plan_dict(plan: SearchPlan) -> dict:

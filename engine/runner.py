@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from engine import data as datasets
-from engine import ledger
+from engine import ledger, private_tuning
 from engine.config import RunConfig
 from engine.device import resolve_device
 from engine.errors import InputError
@@ -115,6 +115,9 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     that dies (an exception, Ctrl-C, the consumer closing this generator) writes one that
     says "interrupted"; after a hard kill there is none. So a folder never shows metrics
     of a run other than the one that wrote its config.json."""
+    if private_tuning.SPEC in config.params:  # a private search job: its own runner
+        return (yield from private_tuning.run_events(config, out_dir, stop=stop,
+                                                     full_eval=full_eval))
     prepared = prepared or prepare(config, ledger_root=ledger.root_for(out_dir))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

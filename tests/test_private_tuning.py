@@ -228,3 +228,62 @@ def test_bench_tiny_runs(capsys):
         (d, m) for d in ("digits", "csv") for m in ("private search", "defaults, one run")}
     assert all(r["epsilon"] <= 2.0 + 1e-9 for r in rows)
     assert "NON-private diagnostic" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the app's job path
+
+
+def test_a_search_job_runs_through_the_worker_and_stays_on_the_ledger(runs_root, csv,
+                                                                     monkeypatch):
+    import threading
+
+    from engine.runner import execute
+    from engine.store import RunStatus, RunStore
+    from engine.worker import run
+
+    monkeypatch.setattr(T, "draw_k", lambda plan, rng: 3)
+    store = RunStore(runs_root)
+    config = T.search_config(_base(csv), GRID, epsilon=2.0, mean=10)
+    rid = store.create_run(config, sweep="my search")
+    assert run(store, rid, execute, stop=threading.Event(), full_eval=False) == RunStatus.FINISHED
+    rec = store.get_run(rid)
+    assert 0 <= rec.metrics["private_search/noisy_validation_accuracy"] <= 1.2
+    assert "synthetic/logreg" in rec.metrics
+    assert {p.name for p in store.artifact_dir(rid).iterdir()} <= {
+        "config.json", "metrics.json", "samples.png", "synthetic.csv", "live.npz"}
+    (d,) = L.Ledger(runs_root).datasets()
+    (row,) = d["runs"]
+    assert row["run_id"] == rid and row["source"] == "private-tuning"
+    assert d["sweeps"] == [{"sweep": "my search", "runs": 1, "epsilon": d["epsilon"]}]
+    store.delete_run(rid)
+    assert L.Ledger(runs_root).datasets()[0]["epsilon"] == d["epsilon"]
+
+
+def test_runs_page_shows_both_epsilons_and_queues_a_private_search(runs_root):
+    from apptest import open_app
+    from engine.store import RunStore
+
+    at = open_app()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    plan = T.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric",
+                         grid={"_": [0]})
+    value = {m.label: m.value for m in at.metric}
+    assert value["ε by private selection"] == f"{plan.epsilon:.3g}"
+    assert value["ε by plain composition"] == f"{plan.plain_epsilon:.3g}"
+    at.multiselect(key="pt_knobs").set_value(["lr", "epochs"]).run()
+    at.text_input(key="pt_values_lr").set_value("0.003, 0.01, 0.03")
+    at.text_input(key="pt_values_epochs").set_value("2, 4")
+    at.text_input(key="pt_name").set_value("pt")
+    at.button(key="pt_go").click().run()
+    assert not at.exception and not at.error
+    store = RunStore(runs_root)
+    (rec,) = [r for r in store.list_runs() if r.sweep == "pt"]
+    assert rec.config.params[T.SPEC]["grid"] == {"lr": [0.003, 0.01, 0.03], "epochs": [2, 4]}
+    assert rec.config.epsilon == 2.0
+    from engine.jobs import JobManager
+
+    jm = JobManager(store)
+    jm.cancel(rec.run_id)
+    assert jm.wait(rec.run_id, timeout=600).terminal
+    jm.shutdown()
