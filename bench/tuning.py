@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         os.environ["DPSYNTH_RUNS"] = str(Path(tmp) / "runs")  # a throwaway ledger
         csv = mixed_csv(Path(tmp) / "mixed.csv", 300 if args.tiny else 3000)
         print(f"{'data':7s} {'method':9s} {'mode':22s} {'total ε':>8s} {'plain ε':>8s} "
-              f"{'K':>3s} {'test acc*':>9s} {'val score':>9s} {'seconds':>8s}", flush=True)
+              f"{'ε each':>7s} {'K':>3s} {'test acc*':>9s} {'val score':>9s} {'seconds':>8s}",
+              flush=True)
         for i, (name, base, grid) in enumerate(cases(csv, args.tiny)):
             if args.only and name != args.only:
                 continue
@@ -116,13 +117,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
             acc = rep.get("accuracy", {}).get("synthetic/logreg", float("nan"))
             row = {"data": name, "method": base.method, "mode": "private search",
                    "epsilon": s["epsilon_total"], "plain": s["epsilon_plain_composition"],
-                   "K": s["K"], "accuracy": acc, "score": rel.get("noisy_validation_accuracy"),
+                   "each": s["epsilon_per_candidate"], "K": s["K"], "accuracy": acc, "score": rel.get("noisy_validation_accuracy"),
                    "seconds": time.perf_counter() - t0, "settings": rel.get("settings")}
             rows.append(row)
             _print(row)
             acc, secs = defaults_once(base, s["epsilon_total"], Path(tmp) / f"default{i}")
             row = {"data": name, "method": base.method, "mode": "defaults, one run",
-                   "epsilon": s["epsilon_total"], "plain": s["epsilon_total"], "K": 1,
+                   "epsilon": s["epsilon_total"], "plain": s["epsilon_total"],
+                   "each": s["epsilon_total"], "K": 1,
                    "accuracy": acc, "score": None, "seconds": secs, "settings": None}
             rows.append(row)
             _print(row)
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 def _print(r: dict) -> None:
     score = "" if r["score"] is None else f"{r['score']:.3f}"
     print(f"{r['data']:7s} {r['method']:9s} {r['mode']:22s} {r['epsilon']:8.3f} {r['plain']:8.3f} "
-          f"{r['K']:3d} {r['accuracy']:9.3f} {score:>9s} {r['seconds']:8.1f}"
+          f"{r['each']:7.3f} {r['K']:3d} {r['accuracy']:9.3f} {score:>9s} {r['seconds']:8.1f}"
           + (f"  released: {r['settings']}" if r["settings"] else ""), flush=True)
 
 

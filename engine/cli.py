@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "gallery":
             return _gallery(args)
         if args.command == "ledger":
-            from engine.ledger import main as ledger_main
+            from engine.ledger_cli import main as ledger_main
 
             return ledger_main(args)
         if args.command == "datasets":

@@ -45,7 +45,6 @@ import re
 import sqlite3
 import time
 import uuid
-from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass
 from functools import lru_cache
@@ -56,11 +55,14 @@ from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.jsonsafe import jsonable
+# The pure accounting (what a run is charged, how rows compose) lives in ledger_math.
+from engine.ledger_math import (INFINITE_WORDS, Mechanisms, compose_rows,  # noqa: F401
+                                epsilon_words, from_releases, planned, planned_row,
+                                search_row, total_epsilon)
 
 DEFAULT_DELTA = 1e-5
 PUBLIC_NOTE = "public data, treated as private for teaching"
 FILE_DATASETS = ("csv", "npz")
-Mechanisms = tuple[tuple[float, int], ...]
 
 
 # ------------------------------------------------------------------ what is charged
@@ -96,96 +98,6 @@ def dataset_id(config: RunConfig) -> DatasetId | None:
     name = re.sub(r"^[0-9a-f]{12}-", "", path.name)  # the Playground's upload prefix
     return DatasetId(f"{config.dataset}:{digest[:16]}",
                      f"{name} ({config.dataset} file, sha256 {digest[:12]})", False)
-
-
-def planned(config: RunConfig) -> Mechanisms:
-    """The charge of a run before it releases anything: one Gaussian mechanism with the
-    smallest noise multiplier whose ε at the run's δ is its target ε. Every method
-    calibrates its releases to meet that target, and they compose to one Gaussian
-    mechanism, so their true multiplier is at least this one (an upper bound)."""
-    from engine import privacy
-
-    if not config.private:
-        return ((0.0, 1),)
-    return ((privacy.calibrate_noise_multiplier(epsilon=config.epsilon, delta=config.delta), 1),)
-
-
-def _search_row(search: dict) -> dict:
-    # A search not yet run may draw any K: its plain composition is unbounded (a
-    # multiplier-0 stand-in), so its forecast is its repeat-and-select bound.
-    return {"mechanisms": "[[0.0, 1]]", "search": json.dumps(search)}
-
-
-def planned_row(config: RunConfig) -> dict:
-    """A run about to start, as a ledger row (for forecasts): a private search job
-    (engine/private_tuning.py) by its repeat-and-select bound, any other run by `planned`."""
-    from engine import private_tuning
-
-    plan = private_tuning.spec_plan(config)
-    if plan is not None:
-        return _search_row(private_tuning.ledger_search(plan))
-    return {"mechanisms": json.dumps([list(m) for m in planned(config)]), "search": None}
-
-
-def from_releases(report: dict) -> Mechanisms | None:
-    """(noise multiplier, count) of each release in a privacy report (metrics.json
-    "privacy"); multiplier 0 for a release without noise. None if it lists none."""
-    out = []
-    for r in report.get("releases") or []:
-        count = int(r.get("count", 1))
-        z = r.get("noise_multiplier")
-        if z is None:
-            sens, sigma = float(r["sensitivity"]), float(r["sigma"])
-            if sens <= 0:
-                continue  # a statistic no record can move carries no information
-            z = sigma / sens
-        z = float(z)
-        out.append((z if math.isfinite(z) else 0.0, count))
-    return tuple(out) or None
-
-
-def total_epsilon(mechanisms: Iterable[tuple[float, int]], *, delta: float) -> float:
-    """ε at `delta` of the exact composition of Gaussian mechanisms (multiplier, count);
-    ∞ if any has no noise, 0 for none."""
-    from engine import privacy
-
-    merged: Counter = Counter()
-    for z, n in mechanisms:
-        if int(n) > 0:
-            merged[float(z)] += int(n)
-    if any(z <= 0 for z in merged):
-        return math.inf
-    return privacy.composed_epsilon(tuple(sorted(merged.items())), delta=delta)
-
-
-def compose_rows(rows: Iterable, *, delta: float) -> float:
-    """ε at `delta` of ledger rows (each with "mechanisms" and "search" JSON columns).
-
-    Without private searches: the exact Gaussian composition of every release. With
-    them, two valid bounds and the smaller is reported: every candidate that started
-    composed in full (exact), and each search's repeat-and-select RDP bound composed
-    with the other rows (engine.privacy.repeat_and_select_epsilon)."""
-    from engine import privacy
-
-    rows = list(rows)
-    mechs = [[tuple(m) for m in json.loads(r["mechanisms"])] for r in rows]
-    plain = total_epsilon([m for ms in mechs for m in ms], delta=delta)
-    searches = [json.loads(r["search"]) for r in rows if r["search"]]
-    if not searches:
-        return plain
-    others = [m for r, ms in zip(rows, mechs) if not r["search"] for m in ms]
-    rs = privacy.repeat_and_select_epsilon(
-        [(tuple(map(tuple, s["candidate"])), s["mean"], s["shape"]) for s in searches],
-        delta=delta, others=others)
-    return min(plain, rs)
-
-
-def epsilon_words(eps: float) -> str:
-    return "∞" if math.isinf(eps) else f"{eps:.3g}"
-
-
-INFINITE_WORDS = ("a run without noise (ε = ∞) was trained on these records, so they have no "
-                  "privacy guarantee left")
 
 
 # ------------------------------------------------------------------------- the ledger
@@ -310,7 +222,7 @@ class Ledger:
             return None
         charge_id = charge_id or run_id
         mechs = () if search else planned(config)
-        more = [_search_row(search)] if search else [planned_row(config)]
+        more = [search_row(search)] if search else [planned_row(config)]
         with closing(self._con()) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
@@ -449,41 +361,3 @@ def book_run(config: RunConfig, out_dir: str | Path) -> tuple[Ledger, str | None
             return led, led.book(config, run_id=out.name, source="app", sweep=row["sweep"])
     charge = f"cli-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     return led, led.book(config, run_id=str(out), source="cli", charge_id=charge)
-
-
-def main(args) -> int:
-    """`python -m engine ledger [--cap NAME=EPS ...] [--delta D] [--json]`."""
-    led = Ledger()
-    for item in args.cap or []:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise InputError(f"--cap must look like digits=5 (or digits=none). Got {item!r}.")
-        cap = None if value.strip().lower() in ("none", "off", "") else _number(value, "--cap")
-        delta = None if args.delta is None else _number(args.delta, "--delta")
-        key = led.set_cap(name, cap, delta=delta, by="command line")
-        print(f"cap for {key}: {'none' if cap is None else f'{cap:g}'}", flush=True)
-    rows = led.datasets()
-    if args.json:
-        print(json.dumps(jsonable({"store": str(led.root), "default_delta": DEFAULT_DELTA,
-                                   "datasets": rows}), indent=2))
-        return 0
-    print(f"privacy ledger of {led.root} (composed exactly; built-in data is {PUBLIC_NOTE}; "
-          "gallery runs are charged where they were built)")
-    if not rows:
-        print("  no runs yet")
-    for d in rows:
-        cap = "" if d["cap"] is None else f", cap {d['cap']:g}"
-        print(f"  {d['label']}: ε = {epsilon_words(d['epsilon'])} at δ = {d['delta']:g} "
-              f"over {len(d['runs'])} run(s){cap}  [{d['dataset']}]")
-        if d["in_words"]:
-            print(f"    {d['in_words']}")
-        for s in d["sweeps"]:
-            print(f"    sweep {s['sweep']}: {s['runs']} run(s), ε = {epsilon_words(s['epsilon'])}")
-    return 0
-
-
-def _number(text: str, what: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"{what} needs a number. Got {text!r}.") from None
