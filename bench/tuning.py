@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             acc = rep.get("accuracy", {}).get("synthetic/logreg", float("nan"))
             row = {"data": name, "method": base.method, "mode": "private search",
                    "epsilon": s["epsilon_total"], "plain": s["epsilon_plain_composition"],
-                   "each": s["epsilon_per_candidate"], "K": s["K"], "accuracy": acc, "score": rel.get("noisy_validation_accuracy"),
+                   "each": s["epsilon_per_candidate"], "K": s["K"], "accuracy": acc,
+                   "score": rel.get("noisy_validation_accuracy"),
                    "seconds": time.perf_counter() - t0, "settings": rel.get("settings")}
             rows.append(row)
             _print(row)
