@@ -86,6 +86,12 @@ def build_parser() -> _Parser:
                    help="also DataLens on Fashion-MNIST (about an hour on a CPU)")
     g.add_argument("--rebuild", action="store_true", help="retrain entries already built")
     g.add_argument("--list", action="store_true", help="print the entry names and stop")
+
+    led = sub.add_parser("ledger", help="privacy budget spent per dataset (the run store's ledger)")
+    led.add_argument("--json", action="store_true", help="datasets with their runs and total ε")
+    led.add_argument("--cap", action="append", default=[],
+                     help="budget cap NAME=EPS (or NAME=none), e.g. --cap digits=5")
+    led.add_argument("--delta", default=None, help="the ledger's δ for the datasets given by --cap")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     r = sub.add_parser("risk", help="what an (epsilon, delta) or a run allows an attacker")
@@ -226,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args, extra)
         if args.command == "gallery":
             return _gallery(args)
+        if args.command == "ledger":
+            from engine.ledger_cli import main as ledger_main
+
+            return ledger_main(args)
         if args.command == "datasets":
             return _datasets()
         if args.command == "risk":

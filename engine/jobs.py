@@ -134,6 +134,11 @@ class JobManager:
             found = self.store.find_finished(config)
             if found is not None:
                 return Submission(found, True)
+        # Past its dataset's budget cap (queued runs included): refused before queueing.
+        from engine.ledger import Ledger
+
+        Ledger(self.store.root).check(config, pending=[
+            r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
         run_id = self.store.create_run(config, sweep=sweep, session=session,
                                        device=_device_key(config))
         self._ensure_worker()

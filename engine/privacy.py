@@ -287,3 +287,68 @@ def gaussian_mu(releases: list[dict]) -> float:
             return math.inf
         total += count * (sens / sigma) ** 2
     return math.sqrt(total)
+
+# ------------------------------------------------- private hyperparameter search
+
+
+TUNING_SHAPES = {"geometric": 1.0, "poisson": math.inf}
+
+
+def repeat_and_select_epsilon(searches, *, delta: float, others=()) -> float:
+    """ε at `delta` of private hyperparameter searches composed with plain Gaussian
+    releases, by Rényi DP (dp-accounting's RDP accountant).
+
+    `searches`: ((candidate mechanisms ((multiplier, count), ...), mean K, shape), ...):
+    each runs a random number K of candidates (shape 1: geometric, K ≥ 1; inf: Poisson,
+    K ≥ 0, mean E[K]) and releases only the best one (Papernot & Steinke 2022, Theorems
+    2 and 6, as `RepeatAndSelectDpEvent`). `others`: (multiplier, count) Gaussians.
+    Valid whatever K turns out to be; K and the candidates' settings must be drawn
+    independently of the data.
+    """
+    from dp_accounting import dp_event, rdp
+
+    def gaussians(mechs):
+        return [dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(float(z)), int(n))
+                for z, n in mechs if int(n) > 0]
+
+    if any(float(z) <= 0 for z, n in others if int(n) > 0) or any(
+            float(z) <= 0 for mechs, _, _ in searches for z, n in mechs if int(n) > 0):
+        return math.inf
+    acct = rdp.RdpAccountant()
+    for mechs, mean, shape in searches:
+        acct.compose(dp_event.RepeatAndSelectDpEvent(
+            dp_event.ComposedDpEvent(gaussians(mechs)), float(mean), float(shape)))
+    for event in gaussians(others):
+        acct.compose(event)
+    return float(acct.get_epsilon(delta))
+
+
+def plain_search_epsilon(multiplier: float, *, runs: int, delta: float) -> float:
+    """ε of the same search accounted as `runs` separate Gaussian releases (what an
+    ordinary sweep of that many runs spends), exact by Gaussian DP."""
+    return epsilon_for(multiplier, delta=delta, compositions=max(1, int(runs)))
+
+
+@lru_cache(maxsize=256)
+def calibrate_search(*, epsilon: float, delta: float, mean: float, shape: float) -> float:
+    """Smallest noise multiplier (to 1e-6 relative) of one Gaussian candidate such that
+    a private search with E[K] = `mean` of such candidates meets (ε, δ)."""
+    _check(delta, "exact")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise InputError(f"a private search needs a finite epsilon > 0. Got {epsilon!r}.")
+
+    def eps(z: float) -> float:
+        return repeat_and_select_epsilon((((((z, 1),), mean, shape)),), delta=delta)
+
+    lo, hi = 0.05, 1.0
+    while eps(hi) > epsilon:
+        lo, hi = hi, hi * 2
+        if hi > _Z_MAX:
+            raise InputError(f"epsilon={epsilon} is too small for a search with E[K]={mean:g}.")
+    while hi - lo > _REL_TOL * hi:
+        mid = 0.5 * (lo + hi)
+        if eps(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from engine import data as datasets
+from engine import ledger, private_tuning
 from engine.config import RunConfig
 from engine.device import resolve_device
 from engine.errors import InputError
@@ -41,10 +42,13 @@ class Prepared:
     preview: dict
 
 
-def prepare(config: RunConfig) -> Prepared:
-    """Validate everything that can be checked before training; raise InputError."""
+def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
+    """Validate everything that can be checked before training; raise InputError.
+    A run that would take its dataset past its budget cap (engine/ledger.py, the store
+    at `ledger_root`, else the default one) is refused before the data is read."""
     config.validate()
     method = get_method(config.method)
+    ledger.Ledger(ledger_root).check(config)
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     params = make_params(config.method, data, config.params)
     preview = method.privacy_preview(config, params, data)
@@ -127,9 +131,14 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     that dies (an exception, Ctrl-C, the consumer closing this generator) writes one that
     says "interrupted"; after a hard kill there is none. So a folder never shows metrics
     of a run other than the one that wrote its config.json."""
-    prepared = prepared or prepare(config)
+    if private_tuning.SPEC in config.params:  # a private search job: its own runner
+        return (yield from private_tuning.run_events(config, out_dir, stop=stop,
+                                                     full_eval=full_eval))
+    prepared = prepared or prepare(config, ledger_root=ledger.root_for(out_dir))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # Charged from here on, killed or not (engine/ledger.py); refused past the cap.
+    book, charge = ledger.book_run(config, out)
     (out / "metrics.json").unlink(missing_ok=True)
     (out / "config.json").write_text(config.to_json())
     try:
@@ -139,6 +148,10 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
                              "dataset": config.dataset,
                              "reason": f"{type(exc).__name__}: {exc}".rstrip(": ")})
         raise
+    if charge is not None:  # the actual releases replace the planned charge
+        book.settle(charge, result.privacy)
+        metrics["ledger"] = book.summary_for(charge)
+        _write_metrics(out, metrics)
     yield Event("cancelled" if metrics["status"] == "cancelled" else "done", last.step,
                 last.total, result.privacy.get("epsilon_spent", math.inf),
                 metrics=metrics["accuracy"], result=result, message=metrics["status"])

@@ -69,6 +69,36 @@ GAME_SCHEMA = ("CREATE TABLE IF NOT EXISTS game_rounds ("
                "delta REAL NOT NULL, member INTEGER NOT NULL, guess INTEGER NOT NULL, "
                "optimal INTEGER NOT NULL, time REAL NOT NULL)")
 
+# The privacy budget ledger (engine/ledger.py), created on first use. Its rows are never
+# joined to `runs` and never deleted with a run: deleting a run's files does not un-spend
+# the budget its releases used.
+LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_charges (
+    id TEXT PRIMARY KEY,     -- the run id (app), or "cli-..." for a command-line run
+    dataset TEXT NOT NULL,   -- engine.ledger.dataset_id(config).key
+    label TEXT NOT NULL,     -- the same in words
+    public INTEGER NOT NULL, -- 1: a built-in public dataset, treated as private
+    run_id TEXT,             -- the store's run id, or the CLI's --out folder
+    source TEXT NOT NULL,    -- app, cli, private-tuning
+    sweep TEXT,
+    method TEXT NOT NULL,
+    epsilon REAL,            -- the run's target; NULL means inf (no noise)
+    delta REAL NOT NULL,
+    state TEXT NOT NULL,     -- planned (charged at start) or final (its releases)
+    mechanisms TEXT NOT NULL,-- JSON [[noise multiplier, count], ...]; multiplier 0 = no noise
+    search TEXT,             -- private search: JSON {"candidate": [[z, n]], "mean", "shape"}
+    created REAL NOT NULL,
+    settled REAL
+);
+CREATE TABLE IF NOT EXISTS ledger_caps (
+    dataset TEXT PRIMARY KEY,
+    cap REAL,                -- NULL: no cap
+    delta REAL NOT NULL,     -- the ledger's delta for this dataset
+    set_by TEXT,
+    time REAL NOT NULL
+);
+"""
+
 
 def connect(db_path: Path) -> sqlite3.Connection:
     """A connection for one thread: rows by column name, WAL so readers never wait on

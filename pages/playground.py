@@ -25,6 +25,7 @@ from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
 from ui.cost import COST_KEYS, draw_cost
 from ui.knob_widgets import knob_widget
 from ui.knobs import changed_params, config_from_settings, knob_key, widgets
+from ui.ledger import budget_line
 
 
 def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) -> None:
@@ -204,6 +205,7 @@ with settings:
                 if k not in ("hint", "warning", "refuse") and not isinstance(v, (int, float)):
                     st.caption(f"{k}: {v}")
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
+            refuse = refuse or budget_line(config)  # the dataset's ledger, and its cap
 
     run_id = st.session_state.get("pg_run")
     snap = jobs().snapshot(run_id, curves=False) if run_id else None

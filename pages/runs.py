@@ -15,6 +15,8 @@ from engine.records import RunStatus, real_key
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
 from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
+from ui.ledger import ledger_section
+from ui.private_search import private_search_panel
 from ui.runs_view import label_editor, pu_figure, sample_grids, sweep_panel
 
 st.title("Runs & Compare")
@@ -168,3 +170,8 @@ if datasets:
 
 st.subheader("Sweep")
 sweep_panel(jm)
+
+st.subheader("Private tuning")
+private_search_panel(jm)  # only the best of K random candidates is released
+
+ledger_section(instructor=jm.instructor)  # budget spent per dataset and per sweep

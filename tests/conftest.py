@@ -28,3 +28,16 @@ def runs_root(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setenv("DPSYNTH_RUNS", str(root))
     return root
+
+
+@pytest.fixture(autouse=True)
+def _own_store_home(tmp_path_factory):
+    """Every run is charged to a run store's privacy ledger (engine/ledger.py); a test that
+    trains outside `runs_root` (the CLI, the runner) charges a throwaway store, never the
+    user's ~/.local/share/dp-synth-lab. Its own MonkeyPatch: a test's monkeypatch.undo()
+    must not undo it."""
+    patch = pytest.MonkeyPatch()
+    if not os.environ.get("DPSYNTH_RUNS"):
+        patch.setenv("DPSYNTH_HOME", str(tmp_path_factory.mktemp("dpsynth-home")))
+    yield
+    patch.undo()

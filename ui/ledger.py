@@ -1,0 +1,73 @@
+"""The privacy ledger where people decide: the Playground's line before Train, and the
+Runs page's budget per dataset and per sweep. Every number comes from engine.ledger
+(exact composition by the accountant); this module only draws."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from engine.config import RunConfig
+from engine.errors import InputError
+from engine.ledger import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
+from ui.common import runs_root
+
+
+def _ledger() -> Ledger:
+    return Ledger(runs_root())
+
+
+def budget_line(config: RunConfig) -> str | None:
+    """Under the Playground's settings: what this dataset has spent and where this run
+    takes it. Returns the refusal (past the cap) so the page can disable Train."""
+    f = _ledger().forecast(config)
+    if f is None:
+        return None
+    if f.refused:
+        st.error(f.refused, icon="⛔")
+        return f.refused
+    (st.warning if math.isinf(f.after) else st.info)(
+        f"**Privacy budget of this dataset.** {f.words()} Every run on the same records "
+        "adds to it, deleted runs included.", icon="🧾")
+    return None
+
+
+def ledger_section(*, instructor: bool) -> None:
+    """Runs & Compare: the ledger per dataset and per sweep; caps for instructors."""
+    led = _ledger()
+    rows = led.datasets()
+    st.subheader("Privacy budget per dataset")
+    st.caption("Every run that touched a dataset's records, composed exactly (all releases "
+               f"are Gaussian) at the ledger's δ; deleting a run does not un-spend it. "
+               f"Built-in datasets are {PUBLIC_NOTE}. Gallery runs are charged where they "
+               "were built, not here.")
+    if not rows:
+        st.info("No run has spent budget in this store yet.")
+    table = [{"dataset": d["label"], "runs": len(d["runs"]), "ε spent": epsilon_words(d["epsilon"]),
+              "at δ": f"{d['delta']:g}", "cap": "none" if d["cap"] is None else f"{d['cap']:g}",
+              "sweeps": ", ".join(f"{s['sweep']}: ε = {epsilon_words(s['epsilon'])} "
+                                  f"({s['runs']} runs)" for s in d["sweeps"])}
+             for d in rows]
+    if table:
+        st.dataframe(table, hide_index=True, key="ledger_table")
+    for d in rows:
+        if math.isinf(d["epsilon"]):
+            st.warning(f"{d['label']}: ε = ∞ — {INFINITE_WORDS}.")
+    if not instructor:
+        st.caption("Budget caps are set by an instructor (instructor mode) or the data owner: "
+                   "`python -m engine ledger --cap digits=5`.")
+        return
+    with st.form("ledger_cap"):
+        a, b, c = st.columns(3)
+        key = a.selectbox("dataset", [d["dataset"] for d in rows] or ["digits"], key="ledger_ds")
+        cap = b.number_input("cap on total ε (0 = no cap)", min_value=0.0, value=0.0,
+                             step=0.5, key="ledger_cap_eps")
+        delta = c.select_slider("ledger δ", [1e-7, 1e-6, 1e-5, 1e-4], value=1e-5,
+                                key="ledger_cap_delta")
+        if st.form_submit_button("Set cap"):
+            try:
+                led.set_cap(key, cap or None, delta=float(delta), by="instructor (app)")
+                st.rerun()
+            except InputError as e:
+                st.error(str(e), icon="⚠️")
