@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import workshop_browser  # noqa: E402
 from bench.app_server import free_port, start_server, stop_server  # noqa: E402
-from bench.workshop_browser import hold  # noqa: E402
+from bench.workshop_browser import finished_accuracy, hold  # noqa: E402
 from bench.ws_client import Session  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -120,7 +120,7 @@ class CpuMeter(threading.Thread):
 
 
 async def ws_session(url: str, rec: dict, deadline: float, all_done: asyncio.Event,
-                     load_timeout: float) -> None:
+                     load_timeout: float, runs: Path) -> None:
     """A light session (bench/ws_client.py): open the Playground, press Train, follow the
     page's own auto-refresh until the accuracy shows; keep the tab open until all are done."""
     try:
@@ -132,7 +132,12 @@ async def ws_session(url: str, rec: dict, deadline: float, all_done: asyncio.Eve
                 await s.click("Train", load_timeout)
                 await s.wait_for_text("started by you", load_timeout)
                 rec["clicked"] = time.time()
-                await s.wait_for_text("Downstream accuracy", max(1.0, deadline - time.time()))
+                shown = await finished_accuracy(runs, rec["seed"], deadline)
+                while not any(e.kind == "metric" and shown in e.text.split()
+                              for e in s.elements.values()):
+                    if time.time() > deadline:
+                        raise TimeoutError(f"the page never showed its accuracy {shown}")
+                    await asyncio.sleep(0.2)
                 rec["seen_done"] = time.time()
                 rec["done"] = True
                 await hold(all_done, deadline)
@@ -166,7 +171,7 @@ async def late_visitor(load_once, loads: list[float], stop: asyncio.Event) -> No
 
 
 async def room(url: str, n: int, browsers: int, timeout: float, query: str,
-               arrive_every: float) -> tuple[dict, list[float], float, float]:
+               arrive_every: float, runs: Path) -> tuple[dict, list[float], float, float]:
     """N sessions arrive (the last `browsers` of them real Chromium pages), each trains
     once; late visitors time fresh loads while all N are open."""
     out: dict = {}
@@ -186,12 +191,13 @@ async def room(url: str, n: int, browsers: int, timeout: float, query: str,
         t0 = time.time()
         tasks = []
         for i in range(n):  # a room arrives over a minute or so, not in one instant
-            rec = out[i] = {"query": f"seed={i + 1}{query}", "browser": i >= n - browsers}
+            rec = out[i] = {"query": f"seed={i + 1}{query}", "seed": i + 1,
+                            "browser": i >= n - browsers}
             if rec["browser"]:
                 coro = workshop_browser.session(browser, f"{url}/?{rec['query']}", rec,
-                                                deadline, LOAD_TIMEOUT_S, all_done)
+                                                deadline, LOAD_TIMEOUT_S, all_done, runs)
             else:
-                coro = ws_session(url, rec, deadline, all_done, LOAD_TIMEOUT_S)
+                coro = ws_session(url, rec, deadline, all_done, LOAD_TIMEOUT_S, runs)
             tasks.append(asyncio.create_task(coro))
             await asyncio.sleep(arrive_every)
         # Late visits start once every session has its page (all N open).
@@ -241,7 +247,11 @@ def main() -> None:
     if browsers and not os.path.exists(workshop_browser.CHROMIUM):
         raise SystemExit(f"{workshop_browser.CHROMIUM} is absent: install Debian's chromium "
                          "package, or use --client ws without --browsers.")
-    runs = Path(tempfile.mkdtemp(prefix="dpsynth-workshop-"))
+    # $DPSYNTH_RUNS names the store to use (kept afterwards); else a fresh one, removed.
+    keep = bool(os.environ.get("DPSYNTH_RUNS"))
+    runs = Path(os.environ["DPSYNTH_RUNS"]) if keep else Path(tempfile.mkdtemp(
+        prefix="dpsynth-workshop-"))
+    runs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     server = start_server(runs, port)
     meter = CpuMeter(server.pid)
@@ -251,7 +261,7 @@ def main() -> None:
         query = f"&{args.query}" if args.query else ""
         out, late, wall, warm = asyncio.run(room(f"http://localhost:{port}", args.sessions,
                                                  browsers, args.timeout, query,
-                                                 args.arrive_every))
+                                                 args.arrive_every, runs))
         server_share, train_share = meter.shares()
         client_share = (_self_cpu() - me0) / max(1e-9, time.time() - meter.t0)
         from engine import gallery
@@ -266,7 +276,8 @@ def main() -> None:
         stop_server(server)
     report(args, browsers, out, late, wall, warm, rows, runs,
            (server_share, train_share, client_share), meter)
-    shutil.rmtree(runs, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(runs, ignore_errors=True)
 
 
 def _self_cpu() -> float:
@@ -336,7 +347,7 @@ def report(args, browsers: int, out: dict, late: list[float], wall: float, warm:
     owned = sum(1 for s in by_session if s is not None and len(by_session[s]) == 1)
     print(f"runs: {len(rows)} in the store, {len(finished)} finished with metrics.json, "
           f"{owned} sessions own exactly one run, {len(seen)} pages showed the accuracy; "
-          f"statuses {dict(Counter(r['status'] for r in rows))}; "
+          f"statuses {dict(Counter(r.status.value for r in rows))}; "
           f"lost (missing or failed): {n - len(finished) - unfinished}, "
           f"unfinished at the time bound: {unfinished}; accuracy {min(accs, default=0):.3f}–"
           f"{max(accs, default=0):.3f}")
