@@ -85,6 +85,12 @@ def build_parser() -> _Parser:
     g.add_argument("--fashion-datalens", action="store_true",
                    help="also DataLens on Fashion-MNIST (about an hour on a CPU)")
     g.add_argument("--rebuild", action="store_true", help="retrain entries already built")
+    a = sub.add_parser("attack", help="measure membership attacks on a finished run (NOT "
+                                      "private: a diagnostic for the data owner)")
+    a.add_argument("run_dir", help="the run's folder (config.json, metrics.json, synthetic.*)")
+    a.add_argument("--folds", type=int, default=2, help="held-back part cut into this many folds")
+    a.add_argument("--seed", type=int, default=0, help="seeds the game's sampling of records")
+    a.add_argument("--json", action="store_true", help="print the result as JSON")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     return p
@@ -205,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args, extra)
         if args.command == "gallery":
             return _gallery(args)
+        if args.command == "attack":
+            from engine.attack_cli import main as attack_main
+            return attack_main(args)
         if args.command == "datasets":
             return _datasets()
         return _methods()
