@@ -1,4 +1,4 @@
-"""Command line: `python -m engine train ...`, `... gallery` and `... datasets`.
+"""Command line: `python -m engine train ...`, `... gallery`, `... datasets`, `... risk`.
 
 Bad input ends with exit status 2 and one line on stderr, never a traceback.
 Method knobs are passed as extra flags (`--n-features 2000`, `--top-k 50`) or as
@@ -93,6 +93,13 @@ def build_parser() -> _Parser:
     a.add_argument("--json", action="store_true", help="print the result as JSON")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
+    r = sub.add_parser("risk", help="what an (epsilon, delta) or a run allows an attacker")
+    r.add_argument("--epsilon", default=None, help="'inf' = no privacy")
+    r.add_argument("--delta", default="0", help="0 is allowed here (pure DP)")
+    r.add_argument("--mu", default=None, help="a Gaussian mechanism's mu = sensitivity/sigma")
+    r.add_argument("--run", default=None, metavar="RUN_DIR", help="a finished run's folder")
+    r.add_argument("--prior", default="0.01", help="the attacker's prior, for the posterior")
+    r.add_argument("--json", action="store_true", help="strict JSON instead of text")
     return p
 
 
@@ -216,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             return attack_main(args)
         if args.command == "datasets":
             return _datasets()
+        if args.command == "risk":
+            from engine import risk
+            return risk.main(args)
         return _methods()
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -264,3 +264,26 @@ def datalens_affordable_steps(*, epsilon: float, delta: float, top_k: int, sigma
         else:
             hi = mid
     return lo
+
+
+# ------------------------------------------------------------ hypothesis testing
+
+
+def gaussian_mu(releases: list[dict]) -> float:
+    """μ of the Gaussian DP curve of a run's composed releases (f-DP, Dong, Roth & Su).
+
+    Each release in a privacy report ({"sensitivity", "count", "sigma"}) is a Gaussian
+    mechanism with μᵢ = Δ/σ; `count` of them, and releases of different statistics,
+    compose exactly into one Gaussian with μ = √(Σ countᵢ·μᵢ²) — the same composition
+    `composed_epsilon` hands to autodp's ComposeGaussian. σ = 0 (a non-private run)
+    gives μ = ∞: an attacker can then tell membership apart with certainty.
+    """
+    total = 0.0
+    for r in releases:
+        count, sens, sigma = int(r.get("count", 1)), float(r["sensitivity"]), float(r["sigma"])
+        if count <= 0 or sens == 0:
+            continue
+        if sigma <= 0:
+            return math.inf
+        total += count * (sens / sigma) ** 2
+    return math.sqrt(total)
