@@ -36,11 +36,12 @@ LABEL = ("NOT PRIVATE: membership-inference diagnostic computed from the run's p
          "training records and its held-back records; for the data owner only, not part of "
          "the release and outside the run's epsilon. Do not publish it with the synthetic data.")
 MAX_PER_SIDE = 10_000  # members (= non-members) scored at most; enough for 1 % FPR figures
-# Seconds per unit of work on this project's shared 2-core machine (bench/attacks.py
-# measures the real figure): distances per (target × record × feature), KDE per
-# (target × kernel point).
-_S_PER_DISTANCE = 2.5e-10
-_S_PER_KERNEL = 4e-8
+# Seconds per unit of work, measured on this project's shared 2-core machine (Adult-sized
+# table: 9,000 targets × 32,559 synthetic records of 20 features in 4 s); bench/attacks.py
+# prints the real figure beside this preview. Distances per (target × record) pair plus
+# per feature; a KDE per (target × kernel point).
+_S_PER_PAIR, _S_PER_PAIR_FEATURE = 5e-9, 4e-10
+_S_PER_KERNEL = 1.5e-8
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -91,9 +92,9 @@ def sizes(data: Dataset, n_synthetic: int, *, folds: int = 2) -> dict:
         dim = sum(len(c.categories) if c.kind == "cat" else 1 for c in data.columns) + data.n_classes
     n_ref = len(data.y_test) - n_out // folds
     targets = 2 * n_out
-    seconds = (targets * (n_synthetic + n_ref) * dim * _S_PER_DISTANCE
-               + folds * 2 * (targets / folds) * min(n_synthetic + n_ref,
-                                                     2 * attacks.KDE_MAX_POINTS) * _S_PER_KERNEL)
+    kernels = min(n_synthetic, attacks.KDE_MAX_POINTS) + min(n_ref, attacks.KDE_MAX_POINTS)
+    seconds = (targets * (n_synthetic + n_ref) * (_S_PER_PAIR + dim * _S_PER_PAIR_FEATURE)
+               + targets * kernels * _S_PER_KERNEL)
     return {"members": n_out, "non-members": n_out, "reference per fold": n_ref,
             "synthetic": int(n_synthetic), "features": dim, "folds": folds,
             "estimated seconds": round(seconds, 1)}

@@ -50,7 +50,9 @@ PCA_COMPONENTS = 8  # DOMIAS' representation: low-dimensional, so the KDE is not
 # density only within about one bandwidth of itself. Chosen once on the memorising control
 # (digits, a 90 % subsample of the training records: AUC .63 at Scott's rule, .95 at half).
 SYNTHETIC_BANDWIDTH = 0.5
-KDE_MAX_POINTS = 5000  # a KDE on more points costs more and hardly changes its shape
+# A KDE on a sample of the synthetic set would miss most memorised records (the signal is
+# one kernel per record), so only very large sets are thinned.
+KDE_MAX_POINTS = 50_000
 
 Progress = Callable[[str], None]
 
@@ -101,15 +103,24 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return (1.0 - clopper_pearson_upper(n - k, n, alpha), clopper_pearson_upper(k, n, alpha))
 
 
-def rates_at(s_in: np.ndarray, s_out: np.ndarray, fpr: float) -> tuple[int, int]:
-    """(true positives, false positives) of the test "score > t" with t the lowest
-    threshold that flags at most floor(fpr · n_out) non-members (ties never split)."""
+def rates_at(s_in: np.ndarray, s_out: np.ndarray, fpr: float, *, seed: int = 0
+             ) -> tuple[int, int]:
+    """(true positives, false positives) of the test "score > t" with t the
+    (floor(fpr·n)+1)-th highest non-member score: at most floor(fpr·n) non-members are
+    flagged. Ties (many records at distance 0 from a synthetic record, on a table of
+    few distinct values) are broken at random, as a randomised test does, so a tie at
+    the top does not leave the whole tied block unflagged."""
+    rng = np.random.default_rng(seed)
+    scores = np.r_[s_in, s_out]
+    order = np.lexsort((rng.random(len(scores)), scores))  # by score, then at random
+    rank = np.empty(len(scores))
+    rank[order] = np.arange(len(scores))
+    r_in, r_out = rank[:len(s_in)], rank[len(s_in):]
     allowed = int(math.floor(fpr * len(s_out) + 1e-9))
-    # The (allowed+1)-th highest non-member score: only the `allowed` above it (fewer on
-    # ties) are flagged, and the true FPR at this order statistic is Beta(k+1, n−k), so
-    # the Clopper–Pearson upper limit on k of n covers it exactly.
-    t = np.sort(s_out)[::-1][allowed] if allowed < len(s_out) else -np.inf
-    return int((s_in > t).sum()), int((s_out > t).sum())
+    # The true FPR at this order statistic is Beta(k+1, n−k)-distributed, so the
+    # Clopper–Pearson upper limit on k of n covers it exactly.
+    t = np.sort(r_out)[::-1][allowed] if allowed < len(s_out) else -np.inf
+    return int((r_in > t).sum()), int((r_out > t).sum())
 
 
 def auc_interval(s_in: np.ndarray, s_out: np.ndarray, *, confidence: float = 0.95,
