@@ -39,7 +39,7 @@ def main(args) -> int:
         raise InputError(f"--folds must be at least 2 (one fold is the reference). Got {args.folds}.")
     run, config, metrics, data = attack_run.load_run(args.run_dir)
     n_syn = metrics.get("n_synthetic") or len(attack_run.read_synthetic(run, data)[1])
-    print(attack_run.preview_line(attack_run.sizes(data, n_syn, folds=args.folds)),
+    print(attack_run.preview_line(attack_run.data_sizes(data, n_syn, folds=args.folds)),
           file=sys.stderr)
     print("NOTE: NOT private - this reads the run's training records; the result is a "
           "diagnostic for the data owner, written to attack.json, not part of the release.",

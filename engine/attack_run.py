@@ -42,6 +42,7 @@ MAX_PER_SIDE = 10_000  # members (= non-members) scored at most; enough for 1 % 
 # per feature; a KDE per (target × kernel point).
 _S_PER_PAIR, _S_PER_PAIR_FEATURE = 5e-9, 4e-10
 _S_PER_KERNEL = 1.5e-8
+_S_FIXED, _S_PER_TARGET = 1.0, 7e-5  # PCA, set-up; the bootstrap of each attack's AUC
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -83,21 +84,49 @@ def _encoder(data: Dataset, reference_x: np.ndarray, labelled: bool):
 
 
 # ------------------------------------------------------------------ the game
-def sizes(data: Dataset, n_synthetic: int, *, folds: int = 2) -> dict:
+def sizes(n_train: int, n_test: int, n_synthetic: int, features: int, *,
+          folds: int = 2) -> dict:
     """How many records the game scores, and a rough time: the cost preview."""
-    n_out = min(len(data.y_test), data.n_train, MAX_PER_SIDE)
-    if data.kind == "image":
-        dim = int(np.prod(data.x_train.shape[1:])) + data.n_classes
-    else:
-        dim = sum(len(c.categories) if c.kind == "cat" else 1 for c in data.columns) + data.n_classes
-    n_ref = len(data.y_test) - n_out // folds
+    n_out = min(n_test, n_train, MAX_PER_SIDE)
+    n_ref = n_test - n_out // folds
     targets = 2 * n_out
     kernels = min(n_synthetic, attacks.KDE_MAX_POINTS) + min(n_ref, attacks.KDE_MAX_POINTS)
-    seconds = (targets * (n_synthetic + n_ref) * (_S_PER_PAIR + dim * _S_PER_PAIR_FEATURE)
-               + targets * kernels * _S_PER_KERNEL)
+    seconds = (targets * (n_synthetic + n_ref) * (_S_PER_PAIR + features * _S_PER_PAIR_FEATURE)
+               + targets * kernels * _S_PER_KERNEL + _S_FIXED + targets * _S_PER_TARGET)
     return {"members": n_out, "non-members": n_out, "reference per fold": n_ref,
-            "synthetic": int(n_synthetic), "features": dim, "folds": folds,
+            "synthetic": int(n_synthetic), "features": int(features), "folds": folds,
             "estimated seconds": round(seconds, 1)}
+
+
+def data_sizes(data: Dataset, n_synthetic: int, *, folds: int = 2) -> dict:
+    """`sizes` for a loaded dataset (features as the encoder builds them, label included)."""
+    if data.kind == "image":
+        dim = int(np.prod(data.x_train.shape[1:]))
+    else:
+        dim = sum(len(c.categories) if c.kind == "cat" else 1 for c in data.columns)
+    return sizes(data.n_train, len(data.y_test), n_synthetic, dim + data.n_classes, folds=folds)
+
+
+def run_sizes(run_dir, *, folds: int = 2) -> dict:
+    """`sizes` from a run's files alone, without loading its data (the app's preview):
+    counts from metrics.json, the width from the synthetic file's header (one column per
+    CSV column: one-hot widths are not known without the data, so it reads low)."""
+    run = Path(run_dir)
+    m = json.loads((run / "metrics.json").read_text())
+    features = 0
+    if (run / "synthetic.npz").is_file():
+        import zipfile
+
+        with zipfile.ZipFile(run / "synthetic.npz") as zf, zf.open("x.npy") as f:
+            version = np.lib.format.read_magic(f)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)
+            features = int(np.prod(read(f)[0][1:]))
+    elif (run / "synthetic.csv").is_file():
+        with open(run / "synthetic.csv", encoding="utf-8") as f:
+            features = len(f.readline().split(","))
+    return sizes(int(m.get("n_train", 0)), int(m.get("n_test", 0)),
+                 int(m.get("n_synthetic", 0)), features, folds=folds)
 
 
 def preview_line(info: dict) -> str:
@@ -179,7 +208,7 @@ def measure(data: Dataset, syn_x, syn_y, *, epsilon: float, delta: float,
             confidence: float = 0.95, progress: ProgressFn | None = None) -> dict:
     """Play the game on one release and report it (the body of attack.json)."""
     t0 = time.perf_counter()
-    info = sizes(data, len(syn_y), folds=folds)
+    info = data_sizes(data, len(syn_y), folds=folds)
     s_in, s_out = play(data, syn_x, syn_y, folds=folds, seed=seed, progress=progress)
     result = evaluate(s_in, s_out, epsilon=epsilon, delta=delta, privacy_report=privacy_report,
                       confidence=confidence, seed=seed)
@@ -257,6 +286,11 @@ def attack_run(run_dir, *, folds: int = 2, seed: int = 0,
     (run / FILE).write_text(json.dumps(jsonable(result), indent=1, sort_keys=True,
                                        allow_nan=False))
     return result
+
+
+def released(run_dir) -> bool:
+    """Does the folder hold a release to attack (a synthetic file)?"""
+    return any((Path(run_dir) / n).is_file() for n in ("synthetic.npz", "synthetic.csv"))
 
 
 def saved(run_dir) -> dict | None:

@@ -34,8 +34,6 @@ from typing import Callable
 
 import numpy as np
 
-from engine.audit import clopper_pearson_upper
-
 TITLES = {
     "dcr": "distance to closest synthetic record (GAN-Leaks)",
     "dcr_calibrated": "closest-record distance, calibrated by reference data (GAN-Leaks cal.)",
@@ -99,6 +97,8 @@ def attack_scores(targets: np.ndarray, synthetic: np.ndarray, reference: np.ndar
 # ------------------------------------------------------------------ the figures
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided Clopper–Pearson interval on a binomial rate with k successes of n."""
+    from engine.audit import clopper_pearson_upper  # (imported late: it pulls in torch)
+
     alpha = (1.0 - confidence) / 2
     return (1.0 - clopper_pearson_upper(n - k, n, alpha), clopper_pearson_upper(k, n, alpha))
 

@@ -188,3 +188,46 @@ def test_an_unlabelled_tabular_release_is_read_and_attacked(tmp_path):
     result = attack_run.measure(data, x, y, epsilon=1.0, delta=1e-5)
     assert result["game"]["members"] == 200
     assert all(0 <= a["auc"] <= 1 for a in result["attacks"].values())
+
+
+def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_root, monkeypatch):
+    import shutil
+
+    from streamlit.testing.v1 import AppTest  # noqa: F401  (the app under test)
+
+    from apptest import open_app
+    from conftest import HANG_S
+    from engine.config import RunConfig
+    from engine.store import RunStore
+
+    monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")  # the run has no owning session
+    rid = "attack-me"
+    shutil.copytree(dp_run, runs_root / rid)
+    (runs_root / rid / "attack.json").unlink(missing_ok=True)
+    config = RunConfig.from_dict(json.loads((runs_root / rid / "config.json").read_text()))
+    metrics = json.loads((runs_root / rid / "metrics.json").read_text())
+    assert RunStore(runs_root).import_finished(rid, config, metrics=metrics, sweep="mine",
+                                               message="finished")
+    at = open_app()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    assert at.selectbox(key="runs_attack_pick").value == rid
+    assert any("non-private diagnostic" in m.value for m in at.markdown)
+    assert any("about" in c.value and "members" in c.value for c in at.caption)  # the preview
+    at.button(key=f"runs_attack_{rid}_go").click().run()
+    assert not at.exception
+    import time
+
+    def chart():
+        return [c for c in at.get("plotly_chart") if c.key == f"runs_attack_{rid}_chart"]
+
+    deadline = time.monotonic() + HANG_S  # only guards against a hang
+    while not chart() and time.monotonic() < deadline:
+        time.sleep(0.5)
+        at.run()  # what the polling fragment does once a second
+    assert not at.exception and not at.error
+    charts = chart()
+    assert charts and attack_run.saved(runs_root / rid) is not None
+    figure = json.loads(charts[0].proto.spec)
+    names = [t.get("name", "") for t in figure["data"]]
+    assert "DP bound: the run's own curve" in names and any(n.startswith("domias") for n in names)
