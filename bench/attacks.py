@@ -13,7 +13,8 @@ Exit status 1 when any point lies outside its bound beyond its interval.
 NOT PRIVATE: every figure uses the runs' training records (a diagnostic, see
 engine/attacks.py). Training settings are small so that the grid finishes in minutes.
 
-    .venv/bin/python bench/attacks.py [--epsilon 0.1 1 10 inf] [--rows 3000] [--tiny]
+    .venv/bin/python bench/attacks.py [--data digits csv] [--epsilon 0.1 1 10 inf]
+                                      [--rows 3000] [--no-cost] [--tiny]
 """
 
 from __future__ import annotations
@@ -121,12 +122,16 @@ def memorising(data, rng):
 def cost(data, label: str, rng) -> str:
     """Seconds for one attack on a release the size of the training set."""
     x, y = memorising(data, rng)
-    info = attack_run.sizes(data, len(y))
+    info = attack_run.data_sizes(data, len(y))
     t0 = time.perf_counter()
     attack_run.measure(data, x, y, epsilon=math.inf, delta=1e-5)
+    import os
+
+    load = os.getloadavg()[0]  # the machine is shared: say how busy it was
     return (f"{label}: {info['members']:,} + {info['non-members']:,} records vs {len(y):,} "
             f"synthetic, {info['features']} features: {time.perf_counter() - t0:.1f} s "
-            f"(preview said ~{info['estimated seconds']:.0f} s)")
+            f"(preview said ~{info['estimated seconds']:.0f} s; load average {load:.1f} on "
+            f"{os.cpu_count()} cores)")
 
 
 def main() -> int:
@@ -134,6 +139,8 @@ def main() -> int:
     ap.add_argument("--epsilon", nargs="+", default=["0.1", "1", "10", "inf"])
     ap.add_argument("--rows", type=int, default=3000, help="rows of the generated CSV")
     ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--data", nargs="+", default=["digits", "csv"], choices=["digits", "csv"])
+    ap.add_argument("--no-cost", action="store_true", help="skip the two timed attacks")
     ap.add_argument("--tiny", action="store_true", help="seconds-long settings (for the test)")
     ap.add_argument("--json", help="also write every result to this file")
     args = ap.parse_args()
@@ -150,7 +157,8 @@ def main() -> int:
         tmp = Path(tmp)
         csv_options = mixed_csv(tmp / "mixed.csv", rows)
         sources = {"digits": ("digits", {}), "csv": ("csv", csv_options)}
-        for key, (name, options) in sources.items():
+        for key in args.data:
+            name, options = sources[key]
             data = datasets.load(name, options=options)
             result = attack_run.measure(data, *memorising(data, rng), epsilon=math.inf,
                                         delta=args.delta)
@@ -175,11 +183,12 @@ def main() -> int:
                         print(f"BOUND VIOLATED: {key} {method} ε={eps}: {v}", file=sys.stderr)
         print(header(result))
         print("\n".join(lines))
-        print()
-        print(cost(datasets.load("digits"), "digits", rng))
-        adult = 2000 if args.tiny else ADULT_ROWS
-        print(cost(datasets.load("csv", options=mixed_csv(tmp / "adult.csv", adult)),
-                   f"mixed CSV of {adult:,} rows", rng))
+        if not args.no_cost:
+            print()
+            print(cost(datasets.load("digits"), "digits", rng))
+            adult = 2000 if args.tiny else ADULT_ROWS
+            print(cost(datasets.load("csv", options=mixed_csv(tmp / "adult.csv", adult)),
+                       f"mixed CSV of {adult:,} rows", rng))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     if not ok:

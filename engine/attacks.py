@@ -52,8 +52,6 @@ SYNTHETIC_BANDWIDTH = 0.5
 # one kernel per record), so only very large sets are thinned.
 KDE_MAX_POINTS = 50_000
 
-Progress = Callable[[str], None]
-
 
 # ------------------------------------------------------------------ the attacks
 def _nearest(points: np.ndarray, queries: np.ndarray) -> np.ndarray:

@@ -192,8 +192,7 @@ def test_an_unlabelled_tabular_release_is_read_and_attacked(tmp_path):
 
 def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_root, monkeypatch):
     import shutil
-
-    from streamlit.testing.v1 import AppTest  # noqa: F401  (the app under test)
+    import time
 
     from apptest import open_app
     from conftest import HANG_S
@@ -216,7 +215,6 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
     assert any("about" in c.value and "members" in c.value for c in at.caption)  # the preview
     at.button(key=f"runs_attack_{rid}_go").click().run()
     assert not at.exception
-    import time
 
     def chart():
         return [c for c in at.get("plotly_chart") if c.key == f"runs_attack_{rid}_chart"]
@@ -231,3 +229,29 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
     figure = json.loads(charts[0].proto.spec)
     names = [t.get("name", "") for t in figure["data"]]
     assert "DP bound: the run's own curve" in names and any(n.startswith("domias") for n in names)
+
+
+def test_bench_tiny_runs_every_method_and_detects_the_control(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import HANG_S
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "bench/attacks.py", "--tiny", "--epsilon", "1", "inf",
+                           "--json", str(tmp_path / "r.json")], cwd=root, capture_output=True,
+                          text=True, timeout=HANG_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ")]
+    assert table[0].startswith("| data | release | ε |")
+    runs = {tuple(c.strip() for c in ln.split("|")[1:4]) for ln in table[2:]}
+    for data, methods in (("digits", ("dpmerf", "datalens", "marginals")),
+                          ("csv", ("dpmerf", "marginals"))):
+        assert {(data, m, e) for m in methods for e in ("1", "inf")} <= runs
+    controls = [ln for ln in table if "control" in ln]
+    assert len(controls) == 2
+    for ln in controls:  # the first attack (dcr) flags the memorising release
+        assert float(ln.split("|")[4].split()[0]) >= 0.7
+    assert "records vs" in proc.stdout  # the two timed attacks
+    assert all(r["inside_bound"] for r in json.loads((tmp_path / "r.json").read_text()))
