@@ -161,8 +161,7 @@ if attackable:
     rid = st.selectbox("Run to attack", attackable, index=attackable.index(first),
                        key="runs_attack_pick", format_func=lambda i: f"{i} · {by_id[i].method} · "
                        f"{by_id[i].dataset} · ε={format_epsilon(by_id[i].epsilon)}")
-    attack_section(store.artifact_dir(rid), rid, finished=True,
-                   allowed=jm.may_control(rid) or by_id[rid].sweep == GALLERY_SWEEP)
+    attack_section(store.artifact_dir(rid), rid, allowed=jm.may_control(rid))
 else:
     st.info("No finished run with its synthetic data here yet (precomputed gallery runs "
             "keep only their samples): train one, then measure it.")

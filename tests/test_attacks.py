@@ -199,7 +199,8 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
     from engine.config import RunConfig
     from engine.store import RunStore
 
-    monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")  # the run has no owning session
+    monkeypatch.delenv("DPSYNTH_INSTRUCTOR", raising=False)
+    monkeypatch.delenv("DPSYNTH_INSTRUCTOR_KEY", raising=False)
     rid = "attack-me"
     shutil.copytree(dp_run, runs_root / rid)
     (runs_root / rid / "attack.json").unlink(missing_ok=True)
@@ -211,6 +212,11 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
     at.switch_page("pages/runs.py").run()
     assert not at.exception
     assert at.selectbox(key="runs_attack_pick").value == rid
+    # The run belongs to no browser session: this one may not read its diagnostic.
+    assert not [b for b in at.button if b.key == f"runs_attack_{rid}_go"]
+    assert any("Only the session that started this run" in c.value for c in at.caption)
+    monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")  # an instructor may
+    at.run()
     assert any("non-private diagnostic" in m.value for m in at.markdown)
     assert any("about" in c.value and "members" in c.value for c in at.caption)  # the preview
     at.button(key=f"runs_attack_{rid}_go").click().run()

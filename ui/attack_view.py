@@ -2,8 +2,7 @@
 
 NOT PRIVATE: the attacks read the run's training records (engine/attack_run.py); what
 this shows is a diagnostic for the data owner, labelled so, and only the session that
-started the run (or an instructor; anyone for the gallery's public-data runs) can
-measure it. The measuring runs in a background thread (never on the script thread, and
+started the run (or an instructor) can measure it or see what was measured. The measuring runs in a background thread (never on the script thread, and
 the thread never calls st.*); a fragment polls its progress once a second.
 """
 
@@ -144,9 +143,14 @@ def show_result(result: dict, key: str) -> None:
                + result["bounds"].get("report", result["bounds"]["epsilon"])["source"] + ".")
 
 
-def attack_section(folder: Path, run_id: str, *, finished: bool, allowed: bool) -> None:
-    """The "Membership attacks" section for one run."""
+def attack_section(folder: Path, run_id: str, *, allowed: bool) -> None:
+    """The "Membership attacks" section for one finished run (`allowed`: may this
+    session read its private records' diagnostic?)."""
     st.markdown(DIAGNOSTIC)
+    if not allowed:
+        st.caption("Only the session that started this run (or an instructor) can measure it "
+                   "or see its result: the attacks read its private training records.")
+        return
     key = f"runs_attack_{run_id}"
     task = _tasks().get(str(folder))
     if task is not None and not task.finished:
@@ -155,24 +159,16 @@ def attack_section(folder: Path, run_id: str, *, finished: bool, allowed: bool) 
     if task is not None and task.error:
         show_input_error(InputError(task.error))
     result = attack_run.saved(folder)
-    if not finished:
-        st.caption("Only a finished run's release can be attacked.")
-    elif not allowed:
-        st.caption("Only the session that started this run (or an instructor) can measure it: "
-                   "the attacks read its private training records.")
-    else:
-        try:
-            info = attack_run.run_sizes(folder)
-            label = ("Measure again" if result else "Measure membership attacks")
-            st.caption(f"Scores {info['members']:,} members and {info['non-members']:,} "
-                       f"non-members against {info['synthetic']:,} synthetic records: about "
-                       f"{max(1, round(info['estimated seconds'])):,} s.")
-        except (OSError, ValueError, KeyError) as e:
-            st.caption(f"cannot preview the cost ({e})")
-            label = "Measure membership attacks"
-        if st.button(label, key=f"{key}_go"):
-            start(folder)
-            st.rerun()
+    try:
+        info = attack_run.run_sizes(folder)
+        st.caption(f"Scores {info['members']:,} members and {info['non-members']:,} "
+                   f"non-members against {info['synthetic']:,} synthetic records: about "
+                   f"{max(1, round(info['estimated seconds'])):,} s.")
+    except (OSError, ValueError, KeyError) as e:
+        st.caption(f"cannot preview the cost ({e})")
+    if st.button("Measure again" if result else "Measure membership attacks", key=f"{key}_go"):
+        start(folder)
+        st.rerun()
     if result:
         show_result(result, key)
 
