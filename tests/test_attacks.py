@@ -261,3 +261,29 @@ def test_bench_tiny_runs_every_method_and_detects_the_control(tmp_path):
         assert float(ln.split("|")[4].split()[0]) >= 0.7
     assert "records vs" in proc.stdout  # the two timed attacks
     assert all(r["inside_bound"] for r in json.loads((tmp_path / "r.json").read_text()))
+
+
+def test_runs_page_shows_a_point_outside_the_bound_as_a_red_error(dp_run, digits, runs_root,
+                                                                  monkeypatch):
+    import shutil
+
+    from apptest import open_app
+    from engine.config import RunConfig
+    from engine.store import RunStore
+
+    monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")
+    rid = "leaky"
+    shutil.copytree(dp_run, runs_root / rid)
+    # The release is the training records while the accounting claims ε = 1.
+    np.savez_compressed(runs_root / rid / "synthetic.npz", x=digits.x_train, y=digits.y_train)
+    assert attack_run.attack_run(runs_root / rid)["inside_bound"] is False
+    config = RunConfig.from_dict(json.loads((runs_root / rid / "config.json").read_text()))
+    metrics = json.loads((runs_root / rid / "metrics.json").read_text())
+    RunStore(runs_root).import_finished(rid, config, metrics=metrics, sweep="mine",
+                                        message="finished")
+    at = open_app()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    assert at.selectbox(key="runs_attack_pick").value == rid
+    errors = [e.value for e in at.error]
+    assert any("OUTSIDE the DP bound" in e and "bug" in e for e in errors)
