@@ -1,4 +1,5 @@
-"""Command line: `python -m engine train ...`, `... gallery`, `... datasets`, `... risk`.
+"""Command line: `python -m engine train ...`, `... gallery`, `... datasets`, `... risk`,
+`... attack RUN_DIR` (membership attacks on a finished run: engine/attack_cli.py).
 
 Bad input ends with exit status 2 and one line on stderr, never a traceback.
 Method knobs are passed as extra flags (`--n-features 2000`, `--top-k 50`) or as

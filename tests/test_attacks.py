@@ -287,3 +287,14 @@ def test_runs_page_shows_a_point_outside_the_bound_as_a_red_error(dp_run, digits
     assert at.selectbox(key="runs_attack_pick").value == rid
     errors = [e.value for e in at.error]
     assert any("OUTSIDE the DP bound" in e and "bug" in e for e in errors)
+
+
+def test_a_new_run_in_the_folder_removes_the_old_attack_result(tmp_path):
+    out = tmp_path / "run"
+    assert main(["train", *FAST_MARGINALS, "--epsilon", "1", "--out", str(out)]) == 0
+    attack_run.attack_run(out)
+    assert (out / "attack.json").is_file()
+    # --overwrite clears it with the run's other artifacts: it described that run.
+    assert main(["train", *FAST_MARGINALS, "--epsilon", "2", "--out", str(out),
+                 "--overwrite"]) == 0
+    assert not (out / "attack.json").exists()
