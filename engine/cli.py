@@ -101,6 +101,8 @@ def build_parser() -> _Parser:
     r.add_argument("--run", default=None, metavar="RUN_DIR", help="a finished run's folder")
     r.add_argument("--prior", default="0.01", help="the attacker's prior, for the posterior")
     r.add_argument("--json", action="store_true", help="strict JSON instead of text")
+    r.add_argument("--game", type=int, default=0, metavar="ROUNDS",
+                   help="also play ROUNDS of the membership game's optimal attacker at --epsilon")
     return p
 
 

@@ -227,6 +227,8 @@ def main(args) -> int:
     out = figures_for(epsilon=num(args.epsilon, "--epsilon"), delta=num(args.delta, "--delta"),
                       mu=num(args.mu, "--mu"), run_dir=args.run,
                       prior=num(args.prior, "--prior"))
+    if args.game:
+        out["game"] = _game(out, int(args.game))
     if args.json:
         import json
 
@@ -238,4 +240,30 @@ def main(args) -> int:
     for key in ("max advantage", "best accuracy", "TPR at 1% FPR", "TPR at 0.1% FPR"):
         print(f"  {key:18s} {out[key]:.3f}")
     print(f"  {'posterior':18s} {out['posterior']:.3f}  (from a prior of {out['prior']:g})")
+    if g := out.get("game"):
+        print(f"membership game, {g['rounds']:,} rounds at ε = {_eps_text(g['epsilon'])}, "
+              f"δ = {g['delta']:g} (noisy count, Δ = 1, σ = {g['sigma']:.4g}):")
+        print(f"  optimal attacker   FPR {g['fpr']:.3f} [{g['fpr_ci'][0]:.3f}, "
+              f"{g['fpr_ci'][1]:.3f}], TPR {g['tpr']:.3f} [{g['tpr_ci'][0]:.3f}, "
+              f"{g['tpr_ci'][1]:.3f}] (95 % Clopper–Pearson)")
+        print(f"  at that FPR: the mechanism's curve allows TPR {g['curve_tpr']:.3f}, "
+              f"the (ε, δ) bound {g['bound_tpr']:.3f}; inside both: "
+              f"{'yes' if g['inside'] else 'NO - a bug in the mechanism or the accounting'}")
     return 0
+
+
+def _game(out: dict, rounds: int) -> dict:
+    """`--game ROUNDS`: the membership game's optimal attacker at the given ε."""
+    from engine import game
+
+    if rounds < 2 or math.isnan(out["epsilon"]):
+        raise InputError("--game needs --epsilon and at least 2 rounds.")
+    delta = out["delta"] if out["delta"] > 0 else game.GAME_DELTA  # a Gaussian needs δ > 0
+    g = game.Game(out["epsilon"], delta)
+    p = game.simulate(out["epsilon"], rounds, delta=delta)
+    if p is None:
+        raise InputError("every round dealt the same membership; play more rounds.")
+    return {"rounds": rounds, "epsilon": g.epsilon, "delta": delta, "sigma": g.sigma,
+            "fpr": p.fpr, "tpr": p.tpr, "fpr_ci": list(p.fpr_ci), "tpr_ci": list(p.tpr_ci),
+            "curve_tpr": float(g.curve.tpr(p.fpr)), "bound_tpr": float(g.bound.tpr(p.fpr)),
+            "inside": p.inside(g.curve) and p.inside(g.bound)}

@@ -61,6 +61,14 @@ _ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
 LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_labels ("
                  "run_id TEXT PRIMARY KEY, name TEXT NOT NULL, tags TEXT NOT NULL)")
 
+# The membership game's rounds (engine/game.py), created on first use: one row per round
+# played, written after the guess, so the secret membership is stored only once revealed.
+GAME_SCHEMA = ("CREATE TABLE IF NOT EXISTS game_rounds ("
+               "session TEXT NOT NULL, player TEXT NOT NULL, "
+               "epsilon REAL, "            # NULL means inf, as in runs
+               "delta REAL NOT NULL, member INTEGER NOT NULL, guess INTEGER NOT NULL, "
+               "optimal INTEGER NOT NULL, time REAL NOT NULL)")
+
 
 def connect(db_path: Path) -> sqlite3.Connection:
     """A connection for one thread: rows by column name, WAL so readers never wait on

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import demos, privacy
+from engine import demos, privacy, risk
 from engine.errors import InputError
 from ui.choices import DELTA_CHOICES
 from ui.common import line_figure, show_input_error
+from ui.risk_view import epsilon_sentence, summary_metrics, tradeoff_figure
 
 st.title("Accountant")
 st.caption("How much noise buys how much privacy. Exact = autodp's analytic Gaussian "
@@ -33,7 +34,8 @@ def _datalens(k: int, sigma: float, batch: int, delta: float, steps: int) -> dic
                                 max_steps=steps)
 
 
-tab1, tab2, tab3 = st.tabs(["σ ↔ ε (one release)", "Composition", "DataLens budget"])
+tab1, tab2, tab3, tab4 = st.tabs(["σ ↔ ε (one release)", "Composition", "DataLens budget",
+                                  "What ε means to an attacker"])
 
 with tab1:
     c1, c2, c3 = st.columns(3)
@@ -125,5 +127,33 @@ with tab3:
         st.caption("Each step releases one noisy vote vector per synthetic record; one "
                    "record's votes move the sum by at most 2√k, so the multiplier is "
                    "σ/(2√k). Training stops when the budget is spent.")
+    except InputError as e:
+        show_input_error(e)
+
+with tab4:
+    c1, c2 = st.columns(2)
+    eps4 = c1.number_input("ε", min_value=0.0, max_value=1000.0, value=1.0, format="%g",
+                           key="acc_risk_eps")
+    delta4 = float(c2.select_slider("δ   ", ["0", *DELTA_CHOICES], value="1e-5",
+                                    key="acc_risk_delta"))
+    try:
+        bound = risk.for_epsilon(eps4, delta4)
+        st.info(epsilon_sentence(eps4, delta4))
+        st.markdown("**Any mechanism with this (ε, δ)**: the most any membership test can do.")
+        summary_metrics(bound)
+        curves = {f"any (ε, δ) = ({eps4:g}, {delta4:g}) mechanism": (bound, "bound")}
+        if delta4 > 0 and eps4 > 0:
+            # One Gaussian release calibrated to this (ε, δ), as DP-MERF releases its summary.
+            own = risk.for_report(privacy.calibrate_releases(
+                epsilon=eps4, delta=delta4, releases=[privacy.Release("one statistic", 1.0)]))
+            st.markdown(f"**One Gaussian release at this (ε, δ)** (μ = Δ/σ = {own.mu:.3g}), "
+                        "whose own curve is tighter:")
+            summary_metrics(own)
+            curves = {"one Gaussian release": (own, "own"), **curves}
+        st.plotly_chart(tradeoff_figure(curves, title="The most a membership test can reach"),
+                        key="acc_risk_chart")
+        st.caption("Each curve is the largest true-positive rate any test of “was this record "
+                   "used?” can reach at each false-positive rate (Kairouz et al. 2015; f-DP, "
+                   "Dong, Roth & Su 2019). Under the diagonal is worse than guessing.")
     except InputError as e:
         show_input_error(e)

@@ -8,7 +8,8 @@ import streamlit as st
 
 from engine import datalens, demos
 from ui.choices import privacy_in_words
-from ui.common import line_figure
+from ui.common import line_figure, session_id, store
+from ui.game_view import game_panel, room_panel
 
 
 def _demo_layout(fig: go.Figure, x_title: str, y_title: str, **extra) -> None:
@@ -18,8 +19,9 @@ def _demo_layout(fig: go.Figure, x_title: str, y_title: str, **extra) -> None:
 
 st.title("Learn")
 
-t1, t2, t3, t4 = st.tabs(["Differential privacy", "DP-MERF: random features",
-                          "DataLens: top-k voting", "Which method when?"])
+t1, t5, t2, t3, t4 = st.tabs(["Differential privacy", "Membership game",
+                              "DP-MERF: random features", "DataLens: top-k voting",
+                              "Which method when?"])
 
 with t1:
     st.markdown(
@@ -52,6 +54,19 @@ with t1:
                f"{g['tv_distance']:.0%} in total variation: at best an observer guesses "
                "which dataset was used that much better than a coin flip. Smaller ε, "
                "more overlap, less to learn about any one person.")
+
+with t5:
+    st.markdown(
+        "**Play the attacker.** Each round the app secretly puts a target person *in* a "
+        "survey or *out* of it (replaced by someone else, as in this app's ε), releases the "
+        "count of yes answers through the same Gaussian mechanism the methods use, and you "
+        "guess. After a few rounds your (false-positive, true-positive) point appears next to "
+        "the optimal attacker's (a likelihood-ratio test on the same releases). DP promises "
+        "that nobody, however clever, gets above the curve.")
+    game_panel(store(), session_id())
+    if st.toggle("Room view (instructors): every session's point at one ε, live",
+                 key="game_room_on"):
+        room_panel(store())
 
 with t2:
     st.markdown(

@@ -164,3 +164,45 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
             expect(page).not_to_have_url(re.compile("dpmerf_"))
         finally:
             browser.close()
+
+
+def test_membership_game_in_the_browser(server, tmp_path):
+    """Play ten rounds of the Learn page's game; the player's point is drawn on the chart
+    where engine.game puts it for the stored rounds."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from engine import game
+    from engine.store import RunStore
+
+    store = RunStore(tmp_path / "runs", recover=False)
+    chart = ".st-key-game_chart_box .js-plotly-plot"
+    you = f"() => [...(document.querySelector('{chart}')?.data || [])].find(t => t.meta === 'you')"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.goto(f"{server}/learn", wait_until="domcontentloaded")
+            page.get_by_role("tab", name="Membership game").click()
+            expect(page.locator(chart)).to_be_visible(timeout=WAIT_MS)
+            played, deadline = 0, time.time() + HANG_S  # a hang guard, not a timing
+            # Ten rounds, then more only while one kind (in or out) was never dealt.
+            while played < 10 or len({r["member"] for r in store.game_rounds(epsilon=1.0)}) < 2:
+                page.locator(f".st-key-{'game_in' if played % 2 else 'game_out'} button").click()
+                played += 1
+                while len(store.game_rounds(epsilon=1.0)) < played:  # stored before the next
+                    assert time.time() < deadline, "the app did not store the round"
+                    page.wait_for_timeout(100)
+            rows = store.game_rounds(epsilon=1.0)
+            p_ = game.point([r["member"] for r in rows], [r["guess"] for r in rows])
+            # The drawn point is the engine's for all the stored rounds (not an earlier redraw).
+            page.wait_for_function(
+                f"([x, y, label]) => {{ const t = ({you})(); return !!t && Math.abs(t.x[0] - x) "
+                "< 1e-9 && Math.abs(t.y[0] - y) < 1e-9 && t.hovertemplate.includes(label); }",
+                arg=[p_.fpr, p_.tpr, f"{p_.rounds_in} rounds in, {p_.rounds_out} out"],
+                timeout=WAIT_MS)
+            assert p_.rounds_in + p_.rounds_out == played >= 10
+            shots = Path(os.environ.get("DPSYNTH_SCREENSHOTS", tmp_path / "screenshots"))
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / "game.png"), full_page=True)
+        finally:
+            browser.close()

@@ -167,3 +167,12 @@ def test_cli_bad_input_is_one_line(args):
                           text=True, timeout=120)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_plays_the_game_inside_the_bound(capsys):
+    assert main(["risk", "--epsilon", "2", "--delta", "1e-5", "--game", "2000", "--json"]) == 0
+    g = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))["game"]
+    assert g["rounds"] == 2000 and g["fpr_ci"][0] <= g["fpr"] <= g["fpr_ci"][1]
+    assert g["curve_tpr"] <= g["bound_tpr"]
+    assert main(["risk", "--epsilon", "inf", "--game", "50"]) == 0
+    assert "FPR 0.000" in capsys.readouterr().out

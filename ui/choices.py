@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from engine import risk
+
 # ε on a log scale, plus the non-private reference.
 EPSILON_CHOICES = ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "inf"]
 DELTA_CHOICES = ["1e-7", "1e-6", "1e-5", "1e-4", "1e-3"]
@@ -27,12 +29,14 @@ def format_epsilon(eps: float | None) -> str:
 
 
 def privacy_in_words(eps: float, delta: float) -> str:
-    """(ε, δ) as a plain sentence: the odds ratio e^ε and δ as a failure chance."""
+    """(ε, δ) as plain sentences: the best guess of membership (engine.risk.in_words, the
+    one source every page uses), the odds ratio e^ε and δ as a failure chance."""
+    words = risk.in_words(eps, delta)
+    lead = f"{words[0].upper()}{words[1:]}."
     if math.isinf(eps):
-        return ("ε = ∞: no privacy at all. Nothing limits what the output reveals about "
-                "any one person (a reference run, trained without noise).")
+        return f"{lead} A reference run with no privacy at all, trained without noise."
     ratio = math.exp(eps)
-    return (f"ε = {eps:g}: any result is at most e^ε ≈ {ratio:,.3g}× as likely with one "
+    return (f"{lead} Any result is at most e^ε ≈ {ratio:,.3g}× as likely with one "
             f"person's record as without it, so seeing it raises anyone's odds that this "
             f"person is in the data at most {ratio:,.3g}-fold (from 1:1 to {ratio:,.3g}:1). "
             f"δ = {delta:g}: the small chance that this promise fails (keep it below "
