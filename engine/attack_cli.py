@@ -27,6 +27,8 @@ def table(result: dict) -> list[str]:
         lines.append(f"{name:16s} {a['auc']:.3f} [{lo:.3f}, {hi:.3f}]   "
                      f"{a['tpr_at_1pct_fpr']:.3f} [{tlo:.3f}, {thi:.3f}]     "
                      + " ".join(f"{b['tpr_at_1pct_fpr']:14.3f}" for b in bounds.values()))
+    lines.append("(the FPR reached is an estimate too: the check compares each TPR's lower limit "
+                 "with the bound at the FPR's upper limit, 99 % jointly per attack)")
     return lines
 
 

@@ -137,7 +137,7 @@ def preview_line(info: dict) -> str:
 
 
 def play(data: Dataset, syn_x: np.ndarray, syn_y: np.ndarray, *, folds: int = 2, seed: int = 0,
-         progress: ProgressFn | None = None) -> tuple[np.ndarray, np.ndarray]:
+         progress: ProgressFn | None = None) -> tuple[dict, dict]:
     """Every attack's pooled scores: ({attack: member scores}, {attack: non-member scores})."""
     if len(data.y_test) < 2 * folds or data.n_train < folds:
         raise InputError(f"too few held-back records ({len(data.y_test)}) to attack this run; "
@@ -176,9 +176,8 @@ def _tradeoffs(privacy_report: dict | None, epsilon: float, delta: float) -> dic
     """The run's own curve (from its accountant report) and its (ε, δ) curve."""
     from engine import risk
 
-    out = {"epsilon": risk.for_epsilon(epsilon, delta)}
-    if privacy_report:
-        out["report"] = risk.for_report(privacy_report)
+    out = {"report": risk.for_report(privacy_report)} if privacy_report else {}
+    out["epsilon"] = risk.for_epsilon(epsilon, delta)
     return out
 
 
