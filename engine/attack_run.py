@@ -39,9 +39,9 @@ MAX_PER_SIDE = 10_000  # members (= non-members) scored at most; enough for 1 % 
 # Seconds per unit of work, measured on this project's shared 2-core machine (Adult-sized
 # table: 9,000 targets × 32,559 synthetic records of 20 features in 4 s); bench/attacks.py
 # prints the real figure beside this preview. Distances per (target × record) pair plus
-# per feature; a KDE per (target × kernel point).
+# per feature; a KDE per (target × kernel point × PCA dimension): 31 s there.
 _S_PER_PAIR, _S_PER_PAIR_FEATURE = 5e-9, 4e-10
-_S_PER_KERNEL = 1.5e-8
+_S_PER_KERNEL_DIM = 2.4e-9  # KDE trees slow down with the PCA's dimension
 _S_FIXED, _S_PER_TARGET = 2.0, 7e-5  # PCA, set-up; the bootstrap of each attack's AUC
 
 ProgressFn = Callable[[int, int, str], None]
@@ -92,7 +92,8 @@ def sizes(n_train: int, n_test: int, n_synthetic: int, features: int, *,
     targets = 2 * n_out
     kernels = min(n_synthetic, attacks.KDE_MAX_POINTS) + min(n_ref, attacks.KDE_MAX_POINTS)
     seconds = (targets * (n_synthetic + n_ref) * (_S_PER_PAIR + features * _S_PER_PAIR_FEATURE)
-               + targets * kernels * _S_PER_KERNEL + _S_FIXED + targets * _S_PER_TARGET)
+               + targets * kernels * min(features, attacks.PCA_COMPONENTS) * _S_PER_KERNEL_DIM
+               + _S_FIXED + targets * _S_PER_TARGET)
     return {"members": n_out, "non-members": n_out, "reference per fold": n_ref,
             "synthetic": int(n_synthetic), "features": int(features), "folds": folds,
             "estimated seconds": round(seconds, 1)}
