@@ -1,4 +1,5 @@
-"""Command line: `python -m engine train ...`, `... gallery`, `... datasets`, `... risk`.
+"""Command line: `python -m engine train ...`, `... gallery`, `... datasets`, `... risk`,
+`... attack RUN_DIR` (membership attacks on a finished run: engine/attack_cli.py).
 
 Bad input ends with exit status 2 and one line on stderr, never a traceback.
 Method knobs are passed as extra flags (`--n-features 2000`, `--top-k 50`) or as
@@ -92,6 +93,13 @@ def build_parser() -> _Parser:
     led.add_argument("--cap", action="append", default=[],
                      help="budget cap NAME=EPS (or NAME=none), e.g. --cap digits=5")
     led.add_argument("--delta", default=None, help="the ledger's δ for the datasets given by --cap")
+
+    a = sub.add_parser("attack", help="measure membership attacks on a finished run (NOT "
+                                      "private: a diagnostic for the data owner)")
+    a.add_argument("run_dir", help="the run's folder (config.json, metrics.json, synthetic.*)")
+    a.add_argument("--folds", type=int, default=2, help="held-back part cut into this many folds")
+    a.add_argument("--seed", type=int, default=0, help="seeds the game's sampling of records")
+    a.add_argument("--json", action="store_true", help="print the result as JSON")
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     r = sub.add_parser("risk", help="what an (epsilon, delta) or a run allows an attacker")
@@ -236,10 +244,15 @@ def main(argv: list[str] | None = None) -> int:
             from engine.ledger_cli import main as ledger_main
 
             return ledger_main(args)
+        if args.command == "attack":
+            from engine.attack_cli import main as attack_main
+
+            return attack_main(args)
         if args.command == "datasets":
             return _datasets()
         if args.command == "risk":
             from engine import risk
+
             return risk.main(args)
         return _methods()
     except InputError as exc:

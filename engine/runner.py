@@ -58,7 +58,8 @@ def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
 
 
 # What a run writes; `claim_out_dir` clears only these.
-ARTIFACTS = ("config.json", "metrics.json", "synthetic.npz", "synthetic.csv", "samples.png")
+ARTIFACTS = ("config.json", "metrics.json", "synthetic.npz", "synthetic.csv", "samples.png",
+             "attack.json")  # attack.json: engine/attack_run.py's diagnostic, not released
 
 NEIGHBOURS = ("replace-one: two training sets are neighbours when they differ in one record "
               "(one record replaced by any other); the number of training records n is public")
@@ -140,6 +141,7 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     # Charged from here on, killed or not (engine/ledger.py); refused past the cap.
     book, charge = ledger.book_run(config, out)
     (out / "metrics.json").unlink(missing_ok=True)
+    (out / "attack.json").unlink(missing_ok=True)  # it described the run this replaces
     (out / "config.json").write_text(config.to_json())
     try:
         metrics, last, result = yield from _run(config, prepared, out, stop, full_eval)
@@ -221,6 +223,10 @@ def disclosures(data: datasets.Dataset, scores: dict) -> dict:
             "NOT private: every accuracy is measured on the real test records without noise, "
             "and real/* classifiers are also trained on the real training records; they "
             "describe the data, outside the epsilon above")
+    not_private["attack.json"] = (
+        "NOT private, not released: membership-attack scores (`python -m engine attack`) "
+        "computed from the real training and held-back records, a diagnostic for the data "
+        "owner outside the epsilon above; written only when asked for")
     for key in ("category_domain", "column_kinds", "test_rows_dropped"):
         if key in data.notes:
             not_private[key] = data.notes[key]

@@ -1,7 +1,8 @@
 """Runs & Compare: every run kept (the gallery's precomputed ones too), the settings
 each changed, names and tags, every score each run has, side-by-side comparison, the
 privacy–utility chart per configuration (y-axis: any of those scores) with sample grids
-across ε, sweeps over ε, seeds and any one knob."""
+across ε, membership attacks on a run inside its DP bound (a non-private diagnostic),
+sweeps over ε, seeds and any one knob."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import math
 
 import streamlit as st
 
+from engine import attack_run
 from engine.errors import InputError
 from engine.gallery import SWEEP as GALLERY_SWEEP
 from engine.records import RunStatus, real_key
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
-from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
+from ui.attack_view import attack_section
 from ui.ledger import ledger_section
 from ui.private_search import private_search_panel
+from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
 from ui.runs_view import label_editor, pu_figure, sample_grids, sweep_panel
 
 st.title("Runs & Compare")
@@ -151,6 +154,19 @@ if picked:
             else:
                 st.session_state.pop("runs_pick", None)
                 st.rerun()
+
+st.subheader("Membership attacks")
+attackable = [r.run_id for r in shown if r.status == RunStatus.FINISHED
+              and attack_run.released(store.artifact_dir(r.run_id))]  # gallery: no release kept
+if attackable:
+    first = next((i for i in picked if i in attackable), attackable[0])
+    rid = st.selectbox("Run to attack", attackable, index=attackable.index(first),
+                       key="runs_attack_pick", format_func=lambda i: f"{i} · {by_id[i].method} · "
+                       f"{by_id[i].dataset} · ε={format_epsilon(by_id[i].epsilon)}")
+    attack_section(store.artifact_dir(rid), rid, allowed=jm.may_control(rid))
+else:
+    st.info("No finished run with its synthetic data here yet (precomputed gallery runs "
+            "keep only their samples): train one, then measure it.")
 
 st.subheader("Privacy–utility")
 datasets = sorted({r.dataset for r in runs})
