@@ -56,7 +56,8 @@ def main(argv=None) -> dict:
     std = 4.4 * 2 / 60_000
     emb = torch.rand(args.values // 10, 10) * 0.02
     new_release(emb, std)  # warm (imports, the tail table)
-    old, new = timed(old_release, emb, std, args.repeats), timed(new_release, emb, std, args.repeats)
+    old = timed(old_release, emb, std, args.repeats)
+    new = timed(new_release, emb, std, args.repeats)
     print(f"noise release of {emb.numel():,} values, median of {args.repeats}: "
           f"old (float32 torch.randn) {old * 1e3:.1f} ms, new (rounded Gaussian on the grid, "
           f"float64) {new * 1e3:.1f} ms, growth {(new - old) * 1e3:+.1f} ms")

@@ -152,7 +152,8 @@ def _marginals_release(config, params, data) -> torch.Tensor:
     try:
         event = next(run)
         if event.phase != "release":
-            raise AssertionError(f"marginals.train's first event is {event.phase!r}, not the release.")
+            raise AssertionError(f"marginals.train's first event is {event.phase!r}, "
+                                 "not the release.")
         local = run.gi_frame.f_locals
         counts, hist = torch.as_tensor(local["counts"]), torch.as_tensor(local["hist"])
     finally:
@@ -173,10 +174,12 @@ def marginals_scores(trials: int, *, epsilon: float, delta: float, m: int = 20, 
     d0, d1 = _marginals_pair(m, d)
     report = marginals._calibrate(config, params, d)
     with _no_noise(marginals):
-        mean0, mean1 = _marginals_release(config, params, d0), _marginals_release(config, params, d1)
+        mean0 = _marginals_release(config, params, d0)
+        mean1 = _marginals_release(config, params, d1)
     with _batched_noise(marginals, trials):
         out0, out1 = _marginals_release(config, params, d0), _marginals_release(config, params, d1)
-    return _project(out0, mean0, mean1), _project(out1, mean0, mean1), _equivalent_multiplier(report)
+    z = _equivalent_multiplier(report)
+    return _project(out0, mean0, mean1), _project(out1, mean0, mean1), z
 
 
 RELEASES = {

@@ -11,25 +11,26 @@ What this draws instead: the Gaussian *rounded to a public grid*. For std σ and
 caller's dtype, the grid step is the power of two γ = min(1, 2^(⌊log2 σ⌋ − G)), G = 8 for
 float32 and 32 for float64 (`grid`), and the noise is γ·K with
 
-    P(K = k) = Φ((k + ½)/s) − Φ((k − ½)/s),    s = σ/γ ∈ [2^G, 2^(G+1)) (or σ when γ = 1).
+    P(K = k) = Φ((k + ½)/s) − Φ((k − ½)/s),   s = σ/γ ∈ [2^G, 2^(G+1)) (σ when γ = 1).
 
 Privacy argument. When the statistic x lies on the grid (every count, vote sum and
 histogram does, γ being a power of two ≤ 1; DP-MERF's embedding is snapped to it first,
 `snap`), the exact sum x + γK equals γ·round((x + N(0, σ²))/γ): a deterministic function
-of the Gaussian mechanism's output, i.e. post-processing. γK is exact in the dtype
-(|K| < 2^24 while σ < 2^20 in float32), and IEEE addition is correctly rounded, so the computed x + γK is the exact
-sum rounded to the dtype (itself, while |x|/γ < 2^24, resp. 2^53): post-processing too. Its privacy is exactly the Gaussian mechanism's, which is what the
-accountant composes; the grid is public, so the output's position on it reveals nothing
-(the set of reachable outputs is the grid, whatever x is). The rounding adds variance
-γ²/12 ≤ σ²·2^-2G/12: nothing.
+of the Gaussian mechanism's output, i.e. post-processing, so its privacy is exactly the
+Gaussian mechanism's that the accountant composes. γK is exact in the dtype (|K| < 2^24
+while σ < 2^20 in float32) and IEEE addition is correctly rounded, so the computed sum is
+the exact one rounded to the dtype (the exact one itself while |x|/γ < 2^24, resp. 2^53):
+post-processing too. Every output is a point of the public grid whatever x is, so its
+position reveals nothing; the rounding adds variance γ²/12 ≤ σ²·2^-2G/12, nothing.
 
-The sampler's own error is charged here. K is drawn from exact tail probabilities
-(`scipy.special.ndtr`, relative error ~1e-15) compared with uniforms of 192 random bits
-(relative error 2^-52 down to 2^-139; Philox keyed from os.urandom): the coarse bucket (≈ σ/2048 wide) by inverse tail
-probability, the point inside it by rejection with the exact within-bucket shape. So
-every k with P(K = k) above the table's end (|k| ≲ 13.6 s, mass beyond ≤ τ = 2^-139)
-is drawn with probability within a factor (1 ± η) of the exact one, η ≤ 1e-11
-(conservative: the offset's modulo bias, ≤ 2^-39, dominates), and the rest is never drawn. For d independent coordinates a mechanism
+The sampler's own error, and what it costs. K is drawn from tail probabilities
+(`scipy.special.ndtr`, relative error ~1e-15) compared with uniforms of relative precision
+2^-52 down to 2^-139: the coarse bucket (≈ σ/2048 wide, or one integer for s < 4096) by
+inverse tail probability, the point inside it by rejection with the exact within-bucket
+shape. Every k up to the table's end (|k| ≲ 13.6·s; the mass beyond, τ ≤ 2^-139, is put
+in the last bucket) is drawn with probability within a factor (1 ± η) of the exact one,
+η ≤ 1e-11 (conservative; the differences of tail probabilities that give a bucket's mass,
+≤ 4096× the relative error of each, dominate). For d independent coordinates a mechanism
 that is (ε, δ)-DP with exact noise is then (ε + 2dη, (1 + η)^d·δ + d·τ·(1 + e^ε))-DP as
 computed: for the largest release here (d = 100,000 values) ε grows by 2e-6 and δ by a
 factor 1 + 1e-6 plus ≤ 1e-36·e^ε. Randomness: Philox keyed per draw with 128 bits from

@@ -173,7 +173,8 @@ def _broken_by(margin, res):
 
 # Every registered method has audits, through the path its run takes (engine/audit.py
 # METHOD_AUDITS); a method added to the registry without one fails here.
-AUDITED = [(method, name) for method in METHODS for name in audit.METHOD_AUDITS.get(method, (None,))]
+AUDITED = [(method, name) for method in METHODS
+           for name in audit.METHOD_AUDITS.get(method, (None,))]
 
 
 @pytest.mark.parametrize("method,name", AUDITED, ids=[f"{m}: {n}" for m, n in AUDITED])
@@ -287,10 +288,12 @@ SHARP = {"epsilon": 6.0, "audit_delta": 0.1, "trials": 1_000_000, "n_features": 
 # (release, bug, plant, margin the bound must clear the claim by, settings)
 PLANTED = [
     ("DP-MERF mean embedding", "sigma halved", _halve_noise(_dpmerf_module()), 0.3, None),
-    ("DP-MERF mean embedding", "sensitivity understated", _halve(fx, "EMBEDDING_SENSITIVITY"), 0.3, None),
+    ("DP-MERF mean embedding", "sensitivity understated", _halve(fx, "EMBEDDING_SENSITIVITY"),
+     0.3, None),
     ("DP-MERF mean embedding", "feature norm 2", _double_features, 0.3, None),
     ("DP-MERF mixed tabular", "sigma halved", _halve_noise(_dpmerf_module()), 0.3, None),
-    ("DP-MERF mixed tabular", "sensitivity understated", _halve(fx, "HETEROGENEOUS_SENSITIVITY"), 0.3, None),
+    ("DP-MERF mixed tabular", "sensitivity understated",
+     _halve(fx, "HETEROGENEOUS_SENSITIVITY"), 0.3, None),
     ("DP-MERF mixed tabular", "sigma x 0.75", _scale_noise(_dpmerf_module(), 0.75), 0.05, SHARP),
     ("class counts", "sigma halved", _halve_noise(_dpmerf_module()), 0.3, None),
     ("class counts", "sensitivity understated", _halve(fx, "COUNTS_SENSITIVITY"), 0.3, None),
@@ -304,7 +307,8 @@ PLANTED = [
     ("DataLens train", "record in two teachers", _overlapping_partition, 0.3, None),
     ("DataLens train", "one extra step", _one_extra_step, 0.3, None),
     ("marginals train", "sigma halved", _halve_noise(_marginals_module()), 0.3, None),
-    ("marginals train", "sensitivity halved", _halve(_marginals_module(), "HISTOGRAM_SENSITIVITY"), 0.3, None),
+    ("marginals train", "sensitivity halved",
+     _halve(_marginals_module(), "HISTOGRAM_SENSITIVITY"), 0.3, None),
 ]
 
 
