@@ -27,6 +27,7 @@ from engine.dpmerf_params import TITLE, Params  # TITLE, Params: the registry's 
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
+from engine.noise import snap
 from engine.privacy import Release, calibrate_releases, delta_warning, gaussian_noise
 
 
@@ -308,7 +309,11 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
         return plan.features(xb[:, :d_num], xb[:, d_num:] if has_cat else None)
 
     emb = fx.chunked_embedding(x.to(device), y_onehot.to(device), feature_fn)
-    emb = emb + gaussian_noise(emb.shape, sigma["mean embedding"], device=device)
+    std = sigma["mean embedding"]
+    # Snapped to the noise's public grid and added in float64, the sum is exact: DP as
+    # computed (engine/noise.py; float64 on the CPU, which every device can hand back).
+    emb = snap(emb.cpu(), std) + gaussian_noise(emb.shape, std, dtype=torch.float64)
+    emb = emb.float().to(device)
     label_probs = torch.full((n_classes,), 1.0 / n_classes)
     if params.labels == "counts":
         noisy = _noisy_counts(y_train, n_classes, sigma["class counts"]).clamp(min=1.0)

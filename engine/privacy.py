@@ -14,7 +14,8 @@ statistics with the Gaussian mechanism, so one vocabulary covers them:
   `Composition`), as the DataLens paper did; it is valid but looser.
 
 Privacy assumption: the stated sensitivities hold (tests in tests/test_sensitivity.py try
-to break them) and noise is drawn from `noise_generator()` — OS entropy, never a seed.
+to break them) and noise is drawn by `gaussian_noise` (engine/noise.py) — OS entropy,
+never a seed.
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ def noise_generator(device: torch.device | str = "cpu") -> torch.Generator:
 
 
 def gaussian_noise(shape, std: float, *, device="cpu", dtype=torch.float32) -> torch.Tensor:
-    """N(0, std²) noise from an OS-entropy generator (see `noise_generator`)."""
-    if std == 0:
-        return torch.zeros(shape, device=device, dtype=dtype)
-    gen = noise_generator(device)
-    return torch.randn(shape, generator=gen, device=device, dtype=dtype) * std
+    """N(0, std²) noise rounded to a public power-of-two grid, from OS entropy: DP as
+    computed in floating point for statistics on that grid (engine/noise.py says why, and
+    what the sampler's own error costs). The one entry every method calls."""
+    from engine.noise import gaussian
+
+    return gaussian(shape, std, device=device, dtype=dtype)
 
 
 # ------------------------------------------------------------------ budget sanity

@@ -213,6 +213,13 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     return metrics, last, result
 
 
+# Every key `disclosures` may write under "not private"; README's Privacy section lists
+# exactly these (tests/test_disclosures.py checks both ways).
+NOT_PRIVATE_KEYS = ("n_train, n_test", "accuracy", "category_domain", "column_kinds",
+                    "test_rows_dropped", "training images (Playground)",
+                    "real column histograms (Playground)")
+
+
 def disclosures(data: datasets.Dataset, scores: dict) -> dict:
     """What the ε above covers and what it does not, in plain words for metrics.json."""
     not_private = {
@@ -230,6 +237,16 @@ def disclosures(data: datasets.Dataset, scores: dict) -> dict:
     for key in ("category_domain", "column_kinds", "test_rows_dropped"):
         if key in data.notes:
             not_private[key] = data.notes[key]
+    # What the app shows beside a run (pages/playground.py, ui/live_view.py): real records,
+    # without noise, to the person at the screen; never written into the run's files.
+    if data.kind == "image":
+        not_private["training images (Playground)"] = (
+            "NOT private: the Playground's 'Peek at the training data' shows the first 100 "
+            "real training images as they are")
+    else:
+        not_private["real column histograms (Playground)"] = (
+            "NOT private: the Playground's live marginal chart draws each column's histogram "
+            "of the real training records, without noise, beside the synthetic one")
     public = {k: v for k, v in data.notes.items() if k in ("split", "bounds", "source", "label")}
     return {"neighbouring relation": NEIGHBOURS,
             "covered by epsilon": "the synthetic records, samples and every released statistic "

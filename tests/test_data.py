@@ -90,27 +90,23 @@ def test_digits_shapes_ranges_and_disjoint_split():
     assert not np.array_equal(load("digits", seed=4).y_train, d.y_train)
 
 
-def test_breast_cancer_public_bounds_contain_data():
+def test_breast_cancer_bounds_are_not_taken_from_its_records():
+    """sklearn's DESCR Min/Max table is the records' own range (checked here on two rows),
+    so no column gets public bounds: the method releases them privately (issue 28)."""
+    from sklearn.datasets import load_breast_cancer
+
     d = load("breast_cancer", seed=0)
     assert d.kind == "tabular" and len(d.columns) == 30 and d.class_names == ["malignant", "benign"]
     assert d.x_train.dtype == np.float64 and d.x_train.shape == (455, 30) and d.x_test.shape == (114, 30)
-    assert all(c.kind == "num" and c.bounds_source == "public metadata (sklearn DESCR)" for c in d.columns)
-    lo, hi = np.array([c.bounds for c in d.columns]).T
-    x = np.r_[d.x_train, d.x_test]
-    assert (x >= lo).all() and (x <= hi).all() and (lo < hi).all()
-    # Bounds are the printed table (widened one printed digit), not the data's own range.
-    by_name = {c.name: c.bounds for c in d.columns}
-    assert by_name["mean area"] == pytest.approx((143.4, 2501.1))
-    assert by_name["mean smoothness"] == pytest.approx((0.052, 0.164))
-
-
-def test_descr_parser_and_fallback(monkeypatch):
-    table = data._descr_bounds("smoothness (mean):     0.053  0.163\nradius (worst): 7.93 36.04")
-    assert table == {"mean smoothness": pytest.approx((0.052, 0.164)),
-                     "worst radius": pytest.approx((7.92, 36.05))}
-    monkeypatch.setattr(data, "_descr_bounds", lambda descr: {})
-    d = load("breast_cancer")
-    assert all(c.bounds is None and c.bounds_source == "" for c in d.columns)
+    assert all(c.kind == "num" and c.bounds is None and c.bounds_source == "" for c in d.columns)
+    assert "released privately" in d.notes["bounds"]
+    bunch = load_breast_cancer()
+    names = list(bunch.feature_names)
+    for row, name in (("area (mean):", "mean area"), ("radius (worst):", "worst radius")):
+        line = next(x for x in bunch.DESCR.splitlines() if x.strip().startswith(row))
+        lo, hi = map(float, line.split()[-2:])
+        col = bunch.data[:, names.index(name)]
+        assert (lo, hi) == pytest.approx((col.min(), col.max()), rel=1e-3)
 
 
 # ----------------------------------------------------------------------------- idx sets
