@@ -240,7 +240,14 @@ def main() -> None:
     ap.add_argument("--query", default="",
                     help="extra Playground URL settings, e.g. dpmerf_epochs=1 (default: "
                          "none, the digits default)")
+    ap.add_argument("--tiny", action="store_true",
+                    help="two sessions, one arriving every second, a tiny run each: the "
+                         "configuration a test runs so the bench cannot rot")
     args = ap.parse_args()
+    if args.tiny:
+        args.sessions, args.arrive_every, args.browsers, args.client = 2, 1.0, 0, "ws"
+        args.query = args.query or "dpmerf_epochs=1&dpmerf_n_features=300"
+        args.timeout = min(args.timeout, 900.0)
     browsers = args.sessions if args.client == "browser" else args.browsers
     if not 0 <= browsers <= args.sessions:
         raise SystemExit(f"--browsers must lie in 0..{args.sessions}. Got {browsers}.")

@@ -5,6 +5,7 @@ is) and run with `--help`, which parses the arguments and imports everything the
 needs without training anything.
 """
 
+import os
 import re
 import shlex
 import subprocess
@@ -38,3 +39,16 @@ def test_stop_bench_tiny_configuration_runs():
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [ln for ln in out.stdout.splitlines() if "p50" in ln]
     assert len(rows) == 2 and all("n= 1" in r for r in rows)
+
+
+def test_workshop_bench_tiny_room_runs_and_every_page_sees_its_accuracy(tmp_path):
+    """bench/workshop.py --tiny: two light sessions train, and both pages show the
+    accuracy the store holds (the bench once waited on a heading the page had lost)."""
+    env = dict(os.environ, DPSYNTH_RUNS=str(tmp_path / "runs"))
+    out = subprocess.run([sys.executable, "bench/workshop.py", "--tiny"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-2000:]
+    runs = next(ln for ln in out.stdout.splitlines() if ln.startswith("runs: "))
+    assert "2 finished with metrics.json" in runs and "2 pages showed the accuracy" in runs
+    assert "lost (missing or failed): 0" in runs
+    assert (tmp_path / "runs" / "runs.db").exists()  # it used the store it was given
