@@ -182,6 +182,7 @@ def privacy_preview(config, p: Params, data) -> dict:
         return out  # timing a run that cannot fit would itself not fit
     cost = seconds_per_iteration(p, data.image_shape, data.n_classes, data.n_train, device)
     out["estimated s / iteration"] = round(cost["iteration"], 3)
+    out["faster with"] = "fewer teachers, or a lower max_steps (fewer iterations)"
     n_out = config.n_synthetic or data.n_train  # the released set, sampled after the last step
     out["estimated seconds"] = round(cost["first iteration"] + max(steps - 1, 0) * cost["iteration"]
                                      + n_out * cost["per sample"], 1)

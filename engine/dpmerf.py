@@ -172,6 +172,7 @@ def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
            **dpmerf_cost.estimate(config, data, params, device),
            "releases": ", ".join(r["name"] for r in report["releases"]),
            "accountant": report["accountant"],
+           "faster with": "fewer epochs or random features (n_features)",
            "projection": f"{projection} ({why})" if data.kind == "image" else "float32"}
     warning = delta_warning(config.delta, data.n_train) if config.private else None
     if warning:
