@@ -217,7 +217,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
 # exactly these (tests/test_disclosures.py checks both ways).
 NOT_PRIVATE_KEYS = ("n_train, n_test", "accuracy", "category_domain", "column_kinds",
                     "test_rows_dropped", "training images (Playground)",
-                    "real column histograms (Playground)")
+                    "real column histograms (Playground)", "attack.json")
 
 
 def disclosures(data: datasets.Dataset, scores: dict) -> dict:
