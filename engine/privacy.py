@@ -152,11 +152,19 @@ def calibrate_noise_multiplier(*, epsilon: float, delta: float, compositions: in
     def eps(z: float) -> float:
         return epsilon_for(z, delta=delta, compositions=compositions, accountant=accountant)
 
-    lo, hi = 1e-3, 1.0
+    return _smallest_multiplier(eps, epsilon, lo=1e-3, too_small=(
+        f"epsilon={epsilon} is too small to reach with delta={delta}."))
+
+
+def _smallest_multiplier(eps, epsilon: float, *, lo: float, too_small: str) -> float:
+    """Bisection for the smallest z (to 1e-6 relative) with eps(z) ≤ epsilon, eps
+    decreasing in z. It keeps the invariant eps(hi) ≤ epsilon and returns `hi`, so the
+    multiplier never overshoots the budget; InputError(`too_small`) if none is in reach."""
+    hi = 1.0
     while eps(hi) > epsilon:
         lo, hi = hi, hi * 2
         if hi > _Z_MAX:
-            raise InputError(f"epsilon={epsilon} is too small to reach with delta={delta}.")
+            raise InputError(too_small)
     while eps(lo) <= epsilon and lo > 1e-9:
         lo /= 2
     while hi - lo > _REL_TOL * hi:
@@ -342,15 +350,5 @@ def calibrate_search(*, epsilon: float, delta: float, mean: float, shape: float)
     def eps(z: float) -> float:
         return repeat_and_select_epsilon((((((z, 1),), mean, shape)),), delta=delta)
 
-    lo, hi = 0.05, 1.0
-    while eps(hi) > epsilon:
-        lo, hi = hi, hi * 2
-        if hi > _Z_MAX:
-            raise InputError(f"epsilon={epsilon} is too small for a search with E[K]={mean:g}.")
-    while hi - lo > _REL_TOL * hi:
-        mid = 0.5 * (lo + hi)
-        if eps(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _smallest_multiplier(eps, epsilon, lo=0.05, too_small=(
+        f"epsilon={epsilon} is too small for a search with E[K]={mean:g}."))
