@@ -207,6 +207,8 @@ with settings:
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
             refuse = refuse or budget_line(config)  # the dataset's ledger, and its cap
 
+    if "pg_run" not in st.session_state:  # a new session (reload, new tab): show my run again
+        st.session_state["pg_run"] = jobs().latest_run()
     run_id = st.session_state.get("pg_run")
     snap = jobs().snapshot(run_id, curves=False) if run_id else None
     running = snap is not None and not snap.status.terminal
