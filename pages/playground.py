@@ -18,7 +18,7 @@ from engine.errors import InputError
 from engine.registry import available_methods, default_params, get_method, make_params
 from engine.records import RunStatus
 from engine.render import class_rows, grid_scale
-from ui import live_view
+from ui import live_view, start_view
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
@@ -231,9 +231,6 @@ with settings:
         except InputError as e:
             show_input_error(e)
         st.rerun()
-    if run_id and st.session_state.get("pg_reused"):
-        actions.info(f"Reused the finished run `{run_id}`: same settings and seed, so "
-                     "nothing was retrained and no privacy budget was spent again.")
 
     if data is not None and data.kind == "image":
         with st.expander(f"Peek at the training data ({REAL_NOTE})"):
@@ -243,12 +240,15 @@ with settings:
 
 
 @st.fragment(run_every=1.0 if running else None)
-def live_panel() -> None:
+def live_panel(config) -> None:
     rid = st.session_state.get("pg_run")
     if not rid:
         st.info("Press **Train** to start. The defaults (digits, DP-MERF, ε = 1) train "
                 "in well under a minute on a laptop.")
+        start_view.gallery_answer(jobs(), config)
         return
+    if st.session_state.get("pg_reused"):
+        start_view.reused_note(jobs(), rid)
     snap = live_view.draw_run(jobs(), rid)
     if snap is None:
         st.warning(f"Run {rid} is no longer in the store.")
@@ -263,4 +263,4 @@ def live_panel() -> None:
 
 
 with live:
-    live_panel()
+    live_panel(config)

@@ -442,3 +442,32 @@ def test_newcomer_sees_the_gallery_without_training(runs_root):
     # A restart loads the gallery into the same store again: nothing is added twice.
     assert gallery.load_into(RunStore(runs_root, recover=False)) == []
     assert len(RunStore(runs_root, recover=False).list_runs()) == len(names)
+
+
+def test_defaults_show_the_gallery_then_train_says_reused_and_train_anew_trains(runs_root):
+    at = app()
+    assert not at.exception
+    # Before Train: the gallery's run for these settings, labelled as precomputed.
+    shown = [m for m in at.markdown if "precomputed gallery run" in m.value]
+    assert shown, "no gallery answer before Train"
+    store = RunStore(runs_root, recover=False)
+    (gal,) = [r for r in store.list_runs(sweep="gallery")
+              if r.run_id in " ".join(m.value for m in at.markdown)
+              and r.config.epsilon == 1.0 and r.config.method == "dpmerf"]
+    assert float(metric(at, "accuracy on real test data")) == pytest.approx(
+        gal.metrics["synthetic/logreg"], abs=5e-4)
+    assert len(at.get("imgs")) or len(at.get("image"))  # its sample grid
+
+    at.button(key="pg_train").click().run()
+    assert at.session_state["pg_run"] == gal.run_id and at.session_state["pg_reused"]
+    assert any("nothing was retrained; no budget spent" in i.value for i in at.info)
+    assert len(store.list_runs()) == len(store.list_runs(sweep="gallery"))  # nothing queued
+
+    at.button(key="pg_train_anew").click().run()
+    assert not at.exception
+    fresh = at.session_state["pg_run"]
+    assert fresh != gal.run_id and not at.session_state["pg_reused"]
+    row = store.get_run(fresh)
+    assert row.config == gal.config and row.sweep is None and row.session  # mine, same settings
+    _jobs(runs_root).cancel(fresh)  # the display is under test, not the training
+    _jobs(runs_root).wait(fresh, timeout=HANG_S)
