@@ -18,7 +18,7 @@ from engine.errors import InputError
 from engine.registry import available_methods, default_params, get_method, make_params
 from engine.records import RunStatus
 from engine.render import class_rows, grid_scale
-from ui import live_view, start_view
+from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
@@ -121,8 +121,10 @@ names = [d["name"] for d in infos]
 info = {d["name"]: d for d in infos}
 methods = available_methods()
 
+url_check.remember_link()  # before any widget: what the shared link asked for
 settings, live = st.columns([1, 2], gap="large")
 with settings:
+    link_note = st.container()
     # No format_func on bound widgets: Streamlit puts the displayed label in the URL,
     # and short names keep links readable (?dataset=digits&method=datalens).
     dataset = st.selectbox("Dataset", names, index=names.index(DEFAULTS["dataset"]),
@@ -167,6 +169,11 @@ with settings:
     with st.expander("Advanced"):
         for w in [w for w in all_knobs if not w.spec.main]:
             values[w.name] = knob_widget(method, w)
+
+    widget_keys = {"dataset", "method", "eps", "delta", "seed", "cnn",
+                   *(knob_key(method, w.name) for w in all_knobs)}
+    if bad := url_check.ignored(widget_keys):
+        link_note.warning("Ignored in the link: " + "; ".join(bad) + ".")
 
     config = refuse = None
     if not info[dataset]["available"]:

@@ -471,3 +471,53 @@ def test_defaults_show_the_gallery_then_train_says_reused_and_train_anew_trains(
     assert row.config == gal.config and row.sweep is None and row.session  # mine, same settings
     _jobs(runs_root).cancel(fresh)  # the display is under test, not the training
     _jobs(runs_root).wait(fresh, timeout=HANG_S)
+
+
+def _playground_on(rid: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["pg_run"] = rid
+    return at.run()
+
+
+def _bars(at) -> list[tuple[int, str]]:
+    return [(b.proto.value, b.proto.text) for b in at.get("progress")]
+
+
+def test_a_stopped_run_shows_where_it_stopped_and_datalens_says_it_is_starting(runs_root):
+    store = RunStore(runs_root)
+    stopped = store.create_run(RunConfig(dataset="digits", epsilon=1.0))
+    store.mark_running(stopped)
+    store.record_progress(stopped, step=40, total=300, epsilon_spent=0.2, values={},
+                          phase="train")
+    store.finish(stopped, RunStatus.CANCELLED, message="stopped by the user")
+    never = store.create_run(RunConfig(dataset="digits", epsilon=1.0, seed=3))
+    store.finish(never, RunStatus.CANCELLED, message="stopped by the user")
+    starting = store.create_run(RunConfig(dataset="digits", method="datalens", epsilon=1.0))
+    store.mark_running(starting)  # no event yet: the teachers' first updates
+
+    (bar,) = _bars(_playground_on(stopped))
+    assert bar[0] == round(100 * 40 / 300) and "stopped at step 40 of 300" in bar[1]
+    (bar,) = _bars(_playground_on(never))
+    assert bar[0] == 0 and "before its first step" in bar[1]
+    at = _playground_on(starting)
+    assert not at.exception
+    (bar,) = _bars(at)
+    from engine.data import load
+    from engine.registry import make_params
+
+    teachers = make_params("datalens", load("digits"), {}).teachers
+    assert bar[0] == 0 and f"building {teachers:,} teachers" in bar[1] and "ε spent 0" in bar[1]
+    store.finish(starting, RunStatus.CANCELLED)
+    store.close()
+
+
+def test_a_link_with_bad_values_says_which_were_ignored(runs_root):
+    at = app({"eps": "abc", "seed": "-5", "dpmerf_epochs": "3"})
+    assert not at.exception
+    (warn,) = [w.value for w in at.warning if w.value.startswith("Ignored in the link")]
+    assert "eps=abc" in warn and "seed=-5" in warn and "dpmerf_epochs" not in warn
+    assert at.number_input(key="dpmerf_epochs").value == 3  # the good value was kept
+    at.run()  # still said on the next rerun, and judged only once
+    assert [w for w in at.warning if w.value.startswith("Ignored in the link")]
+    assert not [w for w in app({"dpmerf_epochs": "3"}).warning
+                if w.value.startswith("Ignored in the link")]
