@@ -521,3 +521,22 @@ def test_a_link_with_bad_values_says_which_were_ignored(runs_root):
     assert [w for w in at.warning if w.value.startswith("Ignored in the link")]
     assert not [w for w in app({"dpmerf_epochs": "3"}).warning
                 if w.value.startswith("Ignored in the link")]
+
+
+def test_learn_has_delta_composition_the_baseline_and_the_epsilon_range(runs_root):
+    at = app()
+    at.switch_page("pages/learn.py").run()
+    assert not at.exception
+    sigma = next(c.value for c in at.caption if c.value.startswith("σ ="))
+    at.select_slider(key="learn_delta").set_value("1e-3").run()
+    after = next(c.value for c in at.caption if c.value.startswith("σ ="))
+    assert sigma != after and "δ = 0.001" in after  # a looser δ needs less noise
+    at.select_slider(key="learn_compose_t").set_value(100).run()
+    shown = float(metric(at, "ε after 100 releases"))
+    z = demos.gaussian_mechanism(1.0, 1e-3)["noise_multiplier"]
+    assert shown == pytest.approx(privacy.epsilon_for(z, delta=1e-3, compositions=100),
+                                  rel=1e-2)  # the accountant's figure, as displayed (3 digits)
+    assert shown > 1.0  # composition spends more than one release
+    text = " ".join(m.value for m in at.markdown)
+    assert "Independent marginals (the baseline)" in text
+    assert f"runs from {EPSILON_CHOICES[0]}" in text and f"to {EPSILON_CHOICES[-2]}" in text
