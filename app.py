@@ -23,10 +23,13 @@ with st.sidebar:
     import os
 
     from ui.common import instructor, jobs, runs_root, session_id
+    from ui.participant import remember, tag
+
+    remember()  # the participant id survives a reload (cookie)
 
     active = jobs().active()
     st.caption(f"{len(active)} run(s) queued or training" if active else "No run training.")
-    st.caption(f"Runs are kept in `{runs_root()}`. Your session: `{session_id()}`"
+    st.caption(f"Runs are kept in `{runs_root()}`. You are participant `{tag(session_id())}`"
                + (" · instructor mode" if instructor() else ""))
     if os.environ.get("DPSYNTH_INSTRUCTOR_KEY"):
         st.text_input("Instructor passphrase", type="password", key="instructor_key",

@@ -219,7 +219,8 @@ class JobManager:
         rec = self.store.get_run(run_id)
         if rec is not None and not may_control(rec.session, session=session,
                                                instructor=instructor):
-            owner = f"session {rec.session}" if rec.session else "no session"
+            # Never the owner's id itself: it is what grants control (ui/participant.py).
+            owner = "another participant" if rec.session else "no session"
             raise NotOwner(f"Run {run_id} belongs to {owner}; only its owner or an "
                            f"instructor can {verb} it.")
         return rec

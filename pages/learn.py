@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import datalens, demos
-from ui.choices import privacy_in_words
+from ui.choices import DELTA_CHOICES, EPSILON_CHOICES, privacy_in_words
 from ui.common import line_figure, session_id, store
 from ui.game_view import game_panel, room_panel
 
@@ -36,10 +36,13 @@ with t1:
         "move the mean further than that, Δ = 1/10, and the noise σ is calibrated to "
         "that Δ and your ε. The axes stay put as ε moves, so you see the noise itself "
         "grow and shrink.")
-    eps = st.select_slider("ε", [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], value=1.0,
-                           key="learn_eps")
-    st.info(privacy_in_words(float(eps), 1e-5))
-    g = demos.gaussian_mechanism(float(eps), 1e-5)
+    c_eps, c_delta = st.columns(2)
+    eps = c_eps.select_slider("ε", [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], value=1.0,
+                              key="learn_eps")
+    delta = float(c_delta.select_slider("δ", DELTA_CHOICES, value="1e-5", key="learn_delta",
+                                        help="The chance the ε promise fails."))
+    st.info(privacy_in_words(float(eps), delta))
+    g = demos.gaussian_mechanism(float(eps), delta)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=g["x"], y=g["p"], name=f"output on D (mean {g['mean_d']:.3f})",
                              fill="tozeroy", mode="lines", line=dict(color="#2563eb")))
@@ -50,10 +53,22 @@ with t1:
     fig.update_xaxes(range=list(g["x_range"]))
     fig.update_yaxes(range=[0, g["y_max"]])
     st.plotly_chart(fig, key="learn_gauss")
-    st.caption(f"σ = {g['sigma']:.3f} (exact calibration, δ = 1e-5). The curves differ by "
+    st.caption(f"σ = {g['sigma']:.3f} (exact calibration, δ = {delta:g}). The curves differ by "
                f"{g['tv_distance']:.0%} in total variation: at best an observer guesses "
                "which dataset was used that much better than a coin flip. Smaller ε, "
                "more overlap, less to learn about any one person.")
+    st.markdown(
+        "**Composition.** Every release spends budget. Release the same noisy mean T "
+        "times (as a generator does, step after step) and the ε of all of them together "
+        "grows with T — roughly like √T — computed by the same accountant the runs use.")
+    t = st.select_slider("releases T", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], value=10,
+                         key="learn_compose_t")
+    c = demos.composition_curve(noise_multiplier=g["noise_multiplier"], delta=delta,
+                                max_compositions=int(t), n_points=12)
+    st.metric(f"ε after {t} releases (one costs ε = {eps:g})", f"{c['exact'][-1]:.3g}")
+    st.plotly_chart(line_figure({"exact accountant": (c["T"], c["exact"])},
+                                title="ε of T releases together", x_title="releases T",
+                                y_title="ε", height=240, log_x=True), key="learn_compose")
 
 with t5:
     st.markdown(
@@ -130,12 +145,19 @@ with t4:
         "DP-MERF .77 / .73 (logistic regression), DataLens .71 / .65 (CNN). DP-MERF "
         "trains in minutes; DataLens trains 4,000 small teachers, about 10 minutes at ε = 1 on "
         "a 2-core CPU (CNN .656–.669 over three runs here).\n"
+        "- **Independent marginals (the baseline):** each column's histogram, released "
+        "once with noise, columns drawn independently. Fast and hard to beat at very small "
+        "ε; it knows nothing of how columns relate, so a generator that does not beat it "
+        "has not learned anything more.\n"
         "- **Tabular data:** DP-MERF with its heterogeneous kernel (numeric + "
         "categorical). Numeric columns need public bounds or a share of the budget to "
         "release them.\n"
         "- **ε = ∞** trains the same method without noise: the gap between it and real "
         "data is the method's own limit; the gap between it and your ε is the price of "
-        "privacy.")
+        "privacy.\n"
+        f"- **The Playground's ε** runs from {EPSILON_CHOICES[0]} (strong privacy, much "
+        f"noise) to {EPSILON_CHOICES[-2]} on a log scale, plus ∞; ε = 1 is a common "
+        "choice, ε ≥ 10 promises little.")
 
 # What this app's ε covers: one self-contained section, outside the tabs above.
 st.divider()

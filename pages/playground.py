@@ -18,7 +18,7 @@ from engine.errors import InputError
 from engine.registry import available_methods, default_params, get_method, make_params
 from engine.records import RunStatus
 from engine.render import class_rows, grid_scale
-from ui import live_view
+from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
@@ -121,8 +121,10 @@ names = [d["name"] for d in infos]
 info = {d["name"]: d for d in infos}
 methods = available_methods()
 
+url_check.remember_link()  # before any widget: what the shared link asked for
 settings, live = st.columns([1, 2], gap="large")
 with settings:
+    link_note = st.container()
     # No format_func on bound widgets: Streamlit puts the displayed label in the URL,
     # and short names keep links readable (?dataset=digits&method=datalens).
     dataset = st.selectbox("Dataset", names, index=names.index(DEFAULTS["dataset"]),
@@ -168,6 +170,11 @@ with settings:
         for w in [w for w in all_knobs if not w.spec.main]:
             values[w.name] = knob_widget(method, w)
 
+    widget_keys = {"dataset", "method", "eps", "delta", "seed", "cnn",
+                   *(knob_key(method, w.name) for w in all_knobs)}
+    if bad := url_check.ignored(widget_keys):
+        link_note.warning("Ignored in the link: " + "; ".join(bad) + ".")
+
     config = refuse = None
     if not info[dataset]["available"]:
         st.error(f"{dataset} is not available on this machine: {info[dataset]['where']}.")
@@ -207,6 +214,8 @@ with settings:
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
             refuse = refuse or budget_line(config)  # the dataset's ledger, and its cap
 
+    if "pg_run" not in st.session_state:  # a new session (reload, new tab): show my run again
+        st.session_state["pg_run"] = jobs().latest_run()
     run_id = st.session_state.get("pg_run")
     snap = jobs().snapshot(run_id, curves=False) if run_id else None
     running = snap is not None and not snap.status.terminal
@@ -229,9 +238,6 @@ with settings:
         except InputError as e:
             show_input_error(e)
         st.rerun()
-    if run_id and st.session_state.get("pg_reused"):
-        actions.info(f"Reused the finished run `{run_id}`: same settings and seed, so "
-                     "nothing was retrained and no privacy budget was spent again.")
 
     if data is not None and data.kind == "image":
         with st.expander(f"Peek at the training data ({REAL_NOTE})"):
@@ -241,12 +247,15 @@ with settings:
 
 
 @st.fragment(run_every=1.0 if running else None)
-def live_panel() -> None:
+def live_panel(config) -> None:
     rid = st.session_state.get("pg_run")
     if not rid:
         st.info("Press **Train** to start. The defaults (digits, DP-MERF, ε = 1) train "
                 "in well under a minute on a laptop.")
+        start_view.gallery_answer(jobs(), config)
         return
+    if st.session_state.get("pg_reused"):
+        start_view.reused_note(jobs(), rid)
     snap = live_view.draw_run(jobs(), rid)
     if snap is None:
         st.warning(f"Run {rid} is no longer in the store.")
@@ -261,4 +270,4 @@ def live_panel() -> None:
 
 
 with live:
-    live_panel()
+    live_panel(config)

@@ -442,3 +442,101 @@ def test_newcomer_sees_the_gallery_without_training(runs_root):
     # A restart loads the gallery into the same store again: nothing is added twice.
     assert gallery.load_into(RunStore(runs_root, recover=False)) == []
     assert len(RunStore(runs_root, recover=False).list_runs()) == len(names)
+
+
+def test_defaults_show_the_gallery_then_train_says_reused_and_train_anew_trains(runs_root):
+    at = app()
+    assert not at.exception
+    # Before Train: the gallery's run for these settings, labelled as precomputed.
+    shown = [m for m in at.markdown if "precomputed gallery run" in m.value]
+    assert shown, "no gallery answer before Train"
+    store = RunStore(runs_root, recover=False)
+    (gal,) = [r for r in store.list_runs(sweep="gallery")
+              if r.run_id in " ".join(m.value for m in at.markdown)
+              and r.config.epsilon == 1.0 and r.config.method == "dpmerf"]
+    assert float(metric(at, "accuracy on real test data")) == pytest.approx(
+        gal.metrics["synthetic/logreg"], abs=5e-4)
+    assert len(at.get("imgs")) or len(at.get("image"))  # its sample grid
+
+    at.button(key="pg_train").click().run()
+    assert at.session_state["pg_run"] == gal.run_id and at.session_state["pg_reused"]
+    assert any("nothing was retrained; no budget spent" in i.value for i in at.info)
+    assert len(store.list_runs()) == len(store.list_runs(sweep="gallery"))  # nothing queued
+
+    at.button(key="pg_train_anew").click().run()
+    assert not at.exception
+    fresh = at.session_state["pg_run"]
+    assert fresh != gal.run_id and not at.session_state["pg_reused"]
+    row = store.get_run(fresh)
+    assert row.config == gal.config and row.sweep is None and row.session  # mine, same settings
+    _jobs(runs_root).cancel(fresh)  # the display is under test, not the training
+    _jobs(runs_root).wait(fresh, timeout=HANG_S)
+
+
+def _playground_on(rid: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["pg_run"] = rid
+    return at.run()
+
+
+def _bars(at) -> list[tuple[int, str]]:
+    return [(b.proto.value, b.proto.text) for b in at.get("progress")]
+
+
+def test_a_stopped_run_shows_where_it_stopped_and_datalens_says_it_is_starting(runs_root):
+    store = RunStore(runs_root)
+    stopped = store.create_run(RunConfig(dataset="digits", epsilon=1.0))
+    store.mark_running(stopped)
+    store.record_progress(stopped, step=40, total=300, epsilon_spent=0.2, values={},
+                          phase="train")
+    store.finish(stopped, RunStatus.CANCELLED, message="stopped by the user")
+    never = store.create_run(RunConfig(dataset="digits", epsilon=1.0, seed=3))
+    store.finish(never, RunStatus.CANCELLED, message="stopped by the user")
+    starting = store.create_run(RunConfig(dataset="digits", method="datalens", epsilon=1.0))
+    store.mark_running(starting)  # no event yet: the teachers' first updates
+
+    (bar,) = _bars(_playground_on(stopped))
+    assert bar[0] == round(100 * 40 / 300) and "stopped at step 40 of 300" in bar[1]
+    (bar,) = _bars(_playground_on(never))
+    assert bar[0] == 0 and "before its first step" in bar[1]
+    at = _playground_on(starting)
+    assert not at.exception
+    (bar,) = _bars(at)
+    from engine.data import load
+    from engine.registry import make_params
+
+    teachers = make_params("datalens", load("digits"), {}).teachers
+    assert bar[0] == 0 and f"building {teachers:,} teachers" in bar[1] and "ε spent 0" in bar[1]
+    store.finish(starting, RunStatus.CANCELLED)
+    store.close()
+
+
+def test_a_link_with_bad_values_says_which_were_ignored(runs_root):
+    at = app({"eps": "abc", "seed": "-5", "dpmerf_epochs": "3"})
+    assert not at.exception
+    (warn,) = [w.value for w in at.warning if w.value.startswith("Ignored in the link")]
+    assert "eps=abc" in warn and "seed=-5" in warn and "dpmerf_epochs" not in warn
+    assert at.number_input(key="dpmerf_epochs").value == 3  # the good value was kept
+    at.run()  # still said on the next rerun, and judged only once
+    assert [w for w in at.warning if w.value.startswith("Ignored in the link")]
+    assert not [w for w in app({"dpmerf_epochs": "3"}).warning
+                if w.value.startswith("Ignored in the link")]
+
+
+def test_learn_has_delta_composition_the_baseline_and_the_epsilon_range(runs_root):
+    at = app()
+    at.switch_page("pages/learn.py").run()
+    assert not at.exception
+    sigma = next(c.value for c in at.caption if c.value.startswith("σ ="))
+    at.select_slider(key="learn_delta").set_value("1e-3").run()
+    after = next(c.value for c in at.caption if c.value.startswith("σ ="))
+    assert sigma != after and "δ = 0.001" in after  # a looser δ needs less noise
+    at.select_slider(key="learn_compose_t").set_value(100).run()
+    shown = float(metric(at, "ε after 100 releases"))
+    z = demos.gaussian_mechanism(1.0, 1e-3)["noise_multiplier"]
+    assert shown == pytest.approx(privacy.epsilon_for(z, delta=1e-3, compositions=100),
+                                  rel=1e-2)  # the accountant's figure, as displayed (3 digits)
+    assert shown > 1.0  # composition spends more than one release
+    text = " ".join(m.value for m in at.markdown)
+    assert "Independent marginals (the baseline)" in text
+    assert f"runs from {EPSILON_CHOICES[0]}" in text and f"to {EPSILON_CHOICES[-2]}" in text

@@ -173,3 +173,71 @@ def test_membership_game_in_the_browser(server, tmp_path):
             page.screenshot(path=str(shots / "game.png"), full_page=True)
         finally:
             browser.close()
+
+
+def _one(page, selector: str, name: str = "Stop"):
+    """The button `name` at `selector` once a rerun has settled (Streamlit briefly keeps the
+    previous run's element beside the new one)."""
+    from playwright.sync_api import expect
+
+    loc = page.locator(selector).get_by_role("button", name=name, exact=True)
+    expect(loc).to_have_count(1, timeout=WAIT_MS)
+    return loc
+
+
+def test_a_reload_keeps_my_run_and_only_i_can_stop_it(server, tmp_path):
+    """Start a long run, reload: the Playground shows it again and its Stop works for
+    this browser; a second browser context (another participant) sees Stop disabled."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from engine.records import RunStatus
+    from engine.store import RunStore
+
+    store = RunStore(tmp_path / "runs", recover=False)
+
+    def mine():
+        return [r for r in store.list_runs() if r.sweep != "gallery"]
+
+    stop = ".st-key-pg_stop"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            me = browser.new_context(viewport={"width": 1400, "height": 2000})
+            page = me.new_page()
+            page.goto(f"{server}/?dpmerf_epochs=400", wait_until="domcontentloaded")
+            train = page.locator(".st-key-pg_train button")
+            expect(train).to_be_enabled(timeout=WAIT_MS)
+            train.click()
+            deadline = time.time() + HANG_S  # a hang guard, not a timing
+            while not mine():
+                assert time.time() < deadline, "Train stored no run"
+                page.wait_for_timeout(100)
+            (run,) = mine()
+            assert run.session  # owned by this browser's participant id
+            expect(_one(page, stop)).to_be_enabled(timeout=WAIT_MS)
+
+            page.reload(wait_until="domcontentloaded")
+            expect(page.get_by_text(run.run_id).first).to_be_visible(timeout=WAIT_MS)
+            expect(_one(page, stop)).to_be_enabled(timeout=WAIT_MS)
+            # No duplicate Train while it trains.
+            expect(_one(page, ".st-key-pg_train", "Train")).to_be_disabled()
+
+            other = browser.new_context(viewport={"width": 1400, "height": 2000})
+            theirs = other.new_page()  # a different participant: no cookie of mine
+            theirs.goto(f"{server}/runs", wait_until="domcontentloaded")
+            expect(theirs.get_by_text(run.run_id).first).to_be_visible(timeout=WAIT_MS)
+            expect(_one(theirs, f".st-key-runs_stop_{run.run_id}")).to_be_disabled(
+                timeout=WAIT_MS)
+            # A new tab of my browser is still me: the Runs page lets me stop it there.
+            tab = me.new_page()
+            tab.goto(f"{server}/runs", wait_until="domcontentloaded")
+            expect(_one(tab, f".st-key-runs_stop_{run.run_id}")).to_be_enabled(
+                timeout=WAIT_MS)
+
+            _one(page, stop).click()
+            while store.get_run(run.run_id).status != RunStatus.CANCELLED:
+                assert time.time() < deadline, "Stop after the reload did not stop the run"
+                page.wait_for_timeout(100)
+            assert len(mine()) == 1  # the reload queued no duplicate
+        finally:
+            browser.close()

@@ -3,8 +3,8 @@
 Not a page itself (app.py lists the pages explicitly). Nothing here does math; plots get
 their numbers from the engine.
 
-Ownership: each browser session gets an id (kept in st.session_state) that is stored
-with the runs it starts; `jobs()` hands a page the shared JobManager seen through that
+Ownership: each browser gets a participant id (ui/participant.py: a cookie that survives
+a reload and a new tab) that is stored with the runs it starts; `jobs()` hands a page the shared JobManager seen through that
 session, so it may stop or delete only its own runs. Instructor mode (env
 DPSYNTH_INSTRUCTOR=1 for everyone, or the passphrase in DPSYNTH_INSTRUCTOR_KEY typed in
 the sidebar) may stop or delete any run.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hmac
 import os
-import uuid
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -49,11 +48,10 @@ def _jobs_for(root: str) -> JobManager:
 
 
 def session_id() -> str:
-    """This browser session's id: the owner stored with the runs it starts."""
-    sid = st.session_state.get("owner_session")
-    if sid is None:
-        sid = st.session_state["owner_session"] = uuid.uuid4().hex[:8]
-    return sid
+    """This browser's participant id: the owner stored with the runs it starts."""
+    from ui.participant import participant_id
+
+    return participant_id()
 
 
 def instructor() -> bool:
@@ -96,7 +94,18 @@ class SessionJobs:
     def owner_label(self, owner: str | None) -> str:
         if owner is None:
             return "no session (command line or gallery)"
-        return "you" if owner == self.session else f"session {owner}"
+        from ui.participant import tag
+
+        return "you" if owner == self.session else f"participant {tag(owner)}"
+
+    def latest_run(self) -> str | None:
+        """This participant's newest queued or running run, else its newest run (what the
+        Playground shows again after a reload)."""
+        mine = [r for r in self.manager.store.active_runs() if r.session == self.session]
+        if mine:
+            return mine[-1].run_id
+        mine = [r for r in self.manager.store.list_runs() if r.session == self.session]
+        return mine[0].run_id if mine else None
 
 
 def jobs() -> SessionJobs:

@@ -10,6 +10,7 @@ Estimates are labelled as such; they come from engine/eta.py, smoothed between p
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import plotly.graph_objects as go
@@ -78,13 +79,44 @@ def _progress(snap: JobSnapshot) -> None:
             text += f" · estimate: about {_seconds(snap.eta_s)} left"
         st.progress(snap.eval_fraction or 0.0, text=text)
         return
-    frac = min(1.0, step / total) if total else (1.0 if status.terminal else 0.0)
+    if status == RunStatus.RUNNING and not total:
+        st.progress(0.0, text=_starting(snap))
+        return
+    # A run that ended early shows where it stopped, not a full bar.
+    frac = min(1.0, step / total) if total else (1.0 if status == RunStatus.FINISHED else 0.0)
     text = f"step {step:,} of {total:,}" if total else status.value
-    if status == RunStatus.RUNNING and snap.stop_requested:
+    if status.terminal and status != RunStatus.FINISHED:
+        text = (f"{status.value}: stopped at step {step:,} of {total:,}" if total else
+                f"{status.value} before its first step")
+    elif status == RunStatus.RUNNING and snap.stop_requested:
         text += " · stopping…"
     elif status == RunStatus.RUNNING and snap.eta_s is not None:
         text += f" · estimate: about {_seconds(snap.eta_s)} left"
     st.progress(frac, text=text)
+
+
+def _starting(snap: JobSnapshot) -> str:
+    """A running run before its first step: what it is doing (DataLens builds its
+    teachers first, which takes a while on big data) and what is known so far."""
+    cfg, what = snap.config, "preparing"
+    if cfg.method == "datalens":
+        what = "building the teachers"
+        try:
+            from engine.registry import make_params
+
+            p = make_params(cfg.method, load_dataset(cfg.dataset, options_key(
+                cfg.data_options or {})), cfg.params)
+            what = (f"building {p.teachers:,} teachers ({p.first_teacher_steps} updates "
+                    "each before the first student step)")
+        except Exception:  # the data is not loadable here: say less, never fail the view
+            pass
+    text = f"starting: {what}…"
+    if snap.started:
+        text += f" · {max(0.0, time.time() - snap.started):,.0f} s so far"
+    text += " · ε spent 0 so far (nothing released yet)"
+    if snap.eta_s is not None:
+        text += f" · estimate: about {_seconds(snap.eta_s)} left"
+    return text
 
 
 def draw(snap: JobSnapshot, *, owner: str, artifacts: dict) -> None:
