@@ -4,7 +4,9 @@ run store. Training itself happens in other processes (engine/worker.py).
 `JobManager.submit(config)` reuses a FINISHED run with exactly the same config (seed
 included) when the store has one; otherwise it writes a QUEUED row on its device's
 queue ("cpu" or "cuda:N") and makes sure a worker process serves the store. The worker
-trains one run per device slot (default 1, so runs on one device never compete).
+trains one run per device slot: by default one slot per core, each with `cores // slots`
+threads, a second run starting only when memory allows (engine/slots.py; DPSYNTH_SLOTS
+overrides), so the machine is used while the queue is non-empty.
 
 Every run carries the browser session that asked for it; only that session, or an
 instructor, may stop or delete it. Snapshots are built from the store: one row read
@@ -15,7 +17,6 @@ cheap. Queue positions, start and finish times are estimates (engine/eta.py).
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from engine import eta
+from engine import eta, slots
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.processes import OWNER
@@ -97,20 +98,22 @@ def _device_key(config: RunConfig) -> str:
 class JobManager:
     """The app's handle on the run queue of one store; safe to share between sessions."""
 
-    def __init__(self, store: RunStore, *, slots_per_device: int = 1,
+    def __init__(self, store: RunStore, *, slots_per_device: int | None = None,
                  execute: Execute | None = None, full_eval: bool = True,
                  torch_threads: int | None = None, idle_exit_s: float = 600.0,
                  heartbeat_s: float = HEARTBEAT_S) -> None:
-        if slots_per_device < 1:
+        if slots_per_device is not None and slots_per_device < 1:
             raise InputError(f"slots_per_device must be >= 1. Got {slots_per_device!r}.")
         self.store = store
-        self.slots_per_device = slots_per_device
-        # Leave the server one core so pages stay responsive while a run trains.
+        use = slots.plan(slots=slots_per_device)
+        self.slots_per_device = use.slots
+        # Threads of all slots together fit the cores; trainers run niced, so the server's
+        # pages still come first (engine/worker.py TRAINER_NICE).
         self.settings = WorkerSettings(
-            root=str(store.root), parent=OWNER or "", slots_per_device=slots_per_device,
+            root=str(store.root), parent=OWNER or "", slots_per_device=use.slots,
             full_eval=full_eval, execute=execute, idle_exit_s=idle_exit_s,
             heartbeat_s=heartbeat_s,
-            torch_threads=torch_threads or max(1, (os.cpu_count() or 2) - 1))
+            torch_threads=torch_threads or use.threads)
         self._worker: Any = None
         self._closing = CTX.Event()
         self._closed = threading.Event()
@@ -187,6 +190,15 @@ class JobManager:
         else:
             self._smooth.forget(run_id)
         return JobSnapshot(**record_fields(rec), **live)
+
+    def occupancy(self) -> tuple[int, int]:
+        """(runs training now, slots) of the CPU queue, for "N of M slots busy"."""
+        busy = sum(1 for r in self.store.active_runs()
+                   if r.status == RunStatus.RUNNING and r.device == "cpu")
+        return busy, self.slots_per_device
+
+    def occupancy_line(self) -> str:
+        return slots.occupancy_line(*self.occupancy())
 
     def queue(self) -> list[JobSnapshot]:
         """Snapshots of every queued and running run, in queue order (no curves)."""

@@ -163,6 +163,7 @@ class _Worker:
         for t in self.running.values():
             busy[t.device] = busy.get(t.device, 0) + 1
         full = {d for d, n in busy.items() if n >= self.s.slots_per_device}
+        full |= self._no_memory(busy, full)
         claimed = self.store.claim_next(full=full)
         if claimed is None:
             return
@@ -173,6 +174,23 @@ class _Worker:
         self.running[run_id] = trainer
         if not self.idle:
             self.idle.append(_Trainer(self.s))  # the next run starts without an import wait
+
+    def _no_memory(self, busy: dict[str, int], full: set[str]) -> set[str]:
+        """Devices with a run training whose next queued run does not fit beside it
+        (engine/slots.py: the runs' cost-preview memory against the machine's)."""
+        from engine import slots
+
+        out: set[str] = set()
+        active = self.store.active_runs()
+        for device in set(busy) - full:
+            queued = [r for r in active if r.status == RunStatus.QUEUED and r.device == device]
+            if not queued:
+                continue
+            running = [slots.run_memory_gb(r.config) for r in active
+                       if r.run_id in self.running and r.device == device]
+            if not slots.fits(slots.run_memory_gb(queued[0].config), running):
+                out.add(device)
+        return out
 
     def _stops(self) -> None:
         now = time.time()

@@ -32,7 +32,7 @@ def queue_strip() -> None:
     queue = jm.queue()
     if not queue:
         return
-    st.markdown(f"**{len(queue)} run(s) queued or training** (one at a time per device; "
+    st.markdown(f"**{len(queue)} run(s) queued or training** ({jm.occupancy_line()}; "
                 "times are estimates)")
     for snap in queue:
         a, b = st.columns([5, 1])
