@@ -45,6 +45,7 @@ TRAINER_NICE = 5  # added to the app's nice value for trainer processes
 LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its artifact dir
 
 CTX = mp.get_context("spawn")
+_POOL_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ def serve(settings: WorkerSettings, closing) -> None:
         lock.close()
         return
     (root / "worker.pid").write_text(OWNER or "")
+    # Trainers are spawned from here: their BLAS and OpenMP pools (numpy, scikit-learn's
+    # evaluation) start with the run's thread count, or two runs side by side would each
+    # spin a pool of every core (measured: evaluation 10x slower with two slots).
+    for var in _POOL_VARS:
+        os.environ[var] = str(settings.torch_threads)
     worker = _Worker(settings, RunStore(root), closing)
     reason = "the worker stopped"
     try:
@@ -262,6 +268,9 @@ def train_loop(settings: WorkerSettings, conn, stop) -> None:
     torch.set_num_threads(settings.torch_threads)
     if settings.execute is None:
         import engine.runner  # noqa: F401  (warm import: torch, data, methods)
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+
+    threadpool_limits(settings.torch_threads)  # pools loaded before the variables applied
     store = RunStore(settings.root, recover=False)
     while True:
         try:

@@ -227,6 +227,8 @@ def test_trainer_threads_fill_the_cores_of_its_slots(jm):
     threads = jm.store.get_run(rid).metrics["threads"]
     # One slot here: it gets every core (trainers run niced, so pages still come first).
     assert threads == jm.settings.torch_threads == slots.plan(slots=1).threads == slots.cores()
+    # BLAS/OpenMP pools (scikit-learn's evaluation) get the same count, not every core each
+    assert jm.store.get_run(rid).metrics["pool_threads"] == threads
     assert jm.occupancy() == (0, 1) and jm.occupancy_line() == "0 of 1 training slot busy"
 
 
