@@ -147,6 +147,12 @@ def main(argv=None) -> int:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     runs = [run_once(replace(cfg, seed=s), p, data, device, a.cnn_epochs, a.grid) for s in a.seeds]
+    if "estimated seconds" in preview:  # the cost preview against what the runs measured
+        pred = float(preview["estimated seconds"])
+        for r in runs:
+            print(f"preview error, seed {r['seed']}: predicted {pred:.0f} s "
+                  f"({preview.get('estimate basis', 'timed now')}) vs measured {r['train_s']:.0f} s "
+                  f"({100 * (pred - r['train_s']) / r['train_s']:+.0f} %)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
           + (f", peak CUDA {torch.cuda.max_memory_allocated() / 1e9:.2f} GB" if device.type == "cuda" else ""))
     for key in ("cnn", "logreg", "s_per_iter", "train_s"):

@@ -73,9 +73,13 @@ def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:
     config = RunConfig(method="dpmerf", dataset="fashion_mnist", epsilon=parse_epsilon(args.epsilon),
                        delta=args.delta, seed=seed, n_synthetic=args.n_synthetic,
                        params=params).validate()
+    from engine.dpmerf_cost import estimate
+
+    p = make_params("dpmerf", data, params)
+    preview = estimate(config, data, p, device)  # the Playground's cost preview, timed now
     t0 = time.perf_counter()
     release_s = None
-    for ev in train(config, make_params("dpmerf", data, params), data, device):
+    for ev in train(config, p, data, device):
         if ev.phase == "release":
             release_s = time.perf_counter() - t0
             print(f"release: {ev.message}  [{release_s:.1f}s]", flush=True)
@@ -86,6 +90,9 @@ def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:
     train_s = time.perf_counter() - t0
     print(f"training done in {train_s:.1f}s (embedding+release {release_s:.1f}s, "
           f"generator + {len(result.y)} samples {train_s - release_s:.1f}s)", flush=True)
+    pred = preview["estimated seconds"]
+    print(f"preview error: predicted {pred:.1f}s ({preview['estimate basis']}) vs measured "
+          f"{train_s:.1f}s ({100 * (pred - train_s) / train_s:+.0f} %)", flush=True)
 
     if args.save:
         import numpy as np

@@ -16,7 +16,8 @@ Reports: page load p50/p95 (the N first opens, and the late visits made while al
 open), rerun latency p50/p95 (each auto-refresh of the live panel: request sent → its
 run finished, while all N are open), queue wait and completion p50/p95 (from the store:
 created → trainer start, created → end), CPU of the server, of the training processes
-and of the benchmark's own clients (share of one core), peak memory, and whether
+and of the benchmark's own clients (share of one core), peak memory, the preview error
+(predicted vs measured training seconds per run), and whether
 anything was lost: every session must own exactly one run, FINISHED, with metrics.json,
 and show its accuracy.
 
@@ -358,8 +359,27 @@ def report(args, browsers: int, out: dict, late: list[float], wall: float, warm:
           f"lost (missing or failed): {n - len(finished) - unfinished}, "
           f"unfinished at the time bound: {unfinished}; accuracy {min(accs, default=0):.3f}–"
           f"{max(accs, default=0):.3f}")
+    print_preview_error([runs / r.run_id / "metrics.json" for r in finished])
     for e in sorted(set(errors))[:5]:
         print("session error:", e)
+
+
+def print_preview_error(paths: list[Path]) -> None:
+    """Predicted (the cost preview the trainer saw) vs measured training seconds per run."""
+    pairs = []
+    for path in paths:
+        secs = json.loads(path.read_text()).get("seconds", {})
+        if isinstance(secs.get("predicted"), (int, float)) and secs.get("train"):
+            pairs.append((path.parent.name, secs["predicted"], secs["train"], secs.get("timed")))
+    if not pairs:
+        print("preview error: no run recorded its preview")
+        return
+    errs = [100 * (p - m) / m for _, p, m, _ in pairs]
+    within = sum(abs(e) <= 30 for e in errs)
+    print(f"preview error (predicted vs measured training s): {within} of {len(pairs)} within "
+          f"±30 %, median {statistics.median(errs):+.0f} %; "
+          + "; ".join(f"{rid} {p:.1f} vs {m:.1f} ({e:+.0f} %, timed {t or float('nan'):.1f})"
+                      for (rid, p, m, t), e in zip(pairs[:8], errs)))
 
 
 if __name__ == "__main__":

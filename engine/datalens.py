@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from engine import privacy
+from engine import cost_cache, privacy
 from engine.datalens_params import TITLE, Params  # TITLE, Params: the registry's contract
 from engine.errors import InputError
 from engine.events import Event, TrainResult
@@ -186,6 +186,7 @@ def privacy_preview(config, p: Params, data) -> dict:
     n_out = config.n_synthetic or data.n_train  # the released set, sampled after the last step
     out["estimated seconds"] = round(cost["first iteration"] + max(steps - 1, 0) * cost["iteration"]
                                      + n_out * cost["per sample"], 1)
+    out.update(cost_cache.correct(out, config.method, config.dataset))  # finished runs' ratio
     if config.private and steps == 0:
         out["hint"] = "The budget does not afford one step: raise sigma or epsilon, or lower top_k/batch."
     elif not config.private and p.beta > 0.1:

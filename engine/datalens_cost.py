@@ -5,7 +5,8 @@ parameters with their gradients and Adam's two moments, the gathered real partit
 and the largest transient of one iteration (a teacher step's activations, or the
 per-record gradients with their top-k and vote tensors), plus the student.
 
-Time is measured, not guessed: one teacher step and one round of votes are timed on a
+Time is measured, not guessed (and re-measured when old or when the load changed:
+engine/cost_cache.py): one teacher step and one round of votes are timed on a
 small ensemble of the same shape on the same device, using random images (no private
 data is read), and scaled linearly in the number of teachers — every teacher-side
 operation is one batched pass over the teacher dimension, so its cost is linear in N.
@@ -17,9 +18,12 @@ from __future__ import annotations
 
 import os
 import time
-from functools import lru_cache
 
 import torch
+
+from engine.cost_cache import TimedCache
+
+_TIMINGS = TimedCache()
 
 _F32 = 4
 # Enough teachers that per-call overhead and cache-resident weights do not flatter the
@@ -107,10 +111,10 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
     key = (params.teacher, params.teacher_hidden, tuple(params.teacher_widths), tuple(image_shape),
            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
            params.vote_pool, probe_n, str(device))
-    t_step, t_votes = _probe(*key)
-    t_fakes, t_update = _probe_student(params.latent, tuple(params.student_widths), params.class_norm,
-                                       tuple(image_shape), n_classes, params.partition_size(n_train),
-                                       params.synthetic_batch(n_train), str(device))
+    t_step, t_votes = _TIMINGS.get(("teacher", *key), lambda: _probe(*key))
+    skey = (params.latent, tuple(params.student_widths), params.class_norm, tuple(image_shape),
+            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), str(device))
+    t_fakes, t_update = _TIMINGS.get(("student", *skey), lambda: _probe_student(*skey))
     scale = params.teachers / probe_n
     step, votes = t_step * scale + t_fakes, t_votes * scale
     student = params.student_steps * t_update
@@ -120,7 +124,6 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
             "per sample": t_fakes / (n_classes * params.partition_size(n_train))}
 
 
-@lru_cache(maxsize=32)
 def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, pool, n, device_name):
     from dataclasses import replace
 
@@ -159,7 +162,6 @@ def _timed(fn, device: torch.device) -> float:
     return (time.perf_counter() - t0) / 2
 
 
-@lru_cache(maxsize=32)
 def _probe_student(latent, widths, class_norm, image_shape, n_classes, m, batch, device_name) -> tuple[float, float]:
     """(seconds for the fakes of one teacher step: the student on n_classes·m records
     without gradients; seconds for one student update on `batch` records). At 28×28 the

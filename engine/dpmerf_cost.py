@@ -4,7 +4,8 @@ Seconds come from a tiny timed calibration, not from a table: the first preview 
 shape (features, batch, generator, projection precision, device) builds the same
 generator and random-feature map the run will use and times a few real training steps
 on a zero target, one chunk of the release matmul and one chunk of sampling; the rates
-are cached for the process, so later previews are free. The calibration touches no
+are cached until they are old or the machine's load changed (engine/cost_cache.py), and
+the seconds are corrected by the measured / timed ratio of this store's finished runs. The calibration touches no
 private data (the release chunk is uniform noise of the data's shape), so it costs no
 privacy. Measured "now": on a loaded machine the estimate is slower, as the run will be.
 
@@ -20,10 +21,10 @@ import time
 
 import torch
 
-from engine import dpmerf
+from engine import cost_cache, dpmerf
 from engine.data import Dataset
 
-_RATES: dict[tuple, dict[str, float]] = {}
+_RATES = cost_cache.TimedCache()
 _WARMUP, _MIN_STEPS, _MAX_STEPS, _MIN_SECONDS = 2, 7, 60, 1.0  # timed training steps
 _CHUNK = 1024  # rows timed for the release and the sampling
 # Peak RSS of a process that imported torch, the engine and scikit-learn and loaded
@@ -41,9 +42,7 @@ def measured_rates(data: Dataset, params: "dpmerf.Params", device) -> dict[str, 
     """Seconds per training step, per released record and per sampled record (cached)."""
     projection, _ = dpmerf.projection_precision(params.projection, device)
     key = _rate_key(data, params, projection, device)
-    if key not in _RATES:
-        _RATES[key] = _calibrate(data, params, projection, torch.device(device))
-    return _RATES[key]
+    return _RATES.get(key, lambda: _calibrate(data, params, projection, torch.device(device)))
 
 
 @torch.no_grad()
@@ -109,10 +108,11 @@ def estimate(config, data: Dataset, params, device) -> dict[str, float]:
     n_syn = config.n_synthetic or m
     seconds = (m * rates["release_per_record"] + steps * rates["step"]
                + n_syn * rates["sample_per_record"])
-    return {"estimated steps": steps,
-            "estimated seconds": float(seconds),
-            "estimated s / step": float(rates["step"]),
-            "estimated memory (GB)": memory_gb(data, params, n_syn)}
+    return cost_cache.correct({"estimated steps": steps,
+                               "estimated seconds": float(seconds),
+                               "estimated s / step": float(rates["step"]),
+                               "estimated memory (GB)": memory_gb(data, params, n_syn)},
+                              config.method, config.dataset)
 
 
 def memory_gb(data: Dataset, params, n_synthetic: int) -> float:

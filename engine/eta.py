@@ -5,10 +5,20 @@ Every figure here is an estimate, and the pages say so. Sources, best first: the
 own step rate while it trains; otherwise the median measured duration of the newest
 finished runs with the same config except the seed, else the same config except seed,
 ε and δ. Without either there is no estimate (None), never a made-up number.
+
+Three rules keep the figures trustworthy on a busy day:
+- order: only the running runs' time left is smoothed between polls; queued runs' start
+  and finish follow from it by simulating the queue, so position k never starts later
+  than position k + 1;
+- overdue: a run past its usual duration is expected to need at least `OVERDUE` of the
+  time it has taken so far, so its estimate grows instead of sitting at "about 1 s";
+- error: every figure carries "± x", half the range of the measured durations it was
+  taken from (None from a single measured run), accumulated along the queue.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -20,6 +30,7 @@ from engine.records import RunRecord, RunStatus
 _LOOSER = (("seed",), ("seed", "epsilon", "delta"))
 _NEWEST = 5  # finished runs a median is taken over
 SMOOTHING = 0.2  # weight of a new finish estimate against the previous (per poll)
+OVERDUE = 0.25  # an overdue run still needs at least this share of the time it has taken
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,7 @@ class Typical:
 
     train_s: float | None = None
     eval_s: float | None = None
+    spread_s: float | None = None  # half the range of the total durations used (≥ 2 runs)
 
     @property
     def total_s(self) -> float | None:
@@ -42,8 +54,10 @@ def typical(timings: list[dict[str, Any]], config: dict[str, Any]) -> Typical:
         if same:
             same = same[:_NEWEST]
             evals = [t["eval_s"] for t in same if t["eval_s"] is not None]
+            totals = [t["train_s"] + (t["eval_s"] or 0.0) for t in same]
             return Typical(statistics.median(t["train_s"] for t in same),
-                           statistics.median(evals) if evals else None)
+                           statistics.median(evals) if evals else None,
+                           (max(totals) - min(totals)) / 2 if len(totals) > 1 else None)
     return Typical()
 
 
@@ -63,15 +77,47 @@ def remaining_s(rec: RunRecord, usual: Typical, now: float | None = None) -> flo
     if rec.phase == "evaluate" and rec.eval_started is not None:
         if usual.eval_s is None:
             return None
-        return max(0.0, usual.eval_s - (now - rec.eval_started))
+        return left_of(usual.eval_s, now - rec.eval_started)
     step, total, started = rec.step, rec.total, rec.started
     if started is not None and step > 0 and total:
         train_left = (now - started) / step * max(0, total - step)
     elif started is not None and usual.train_s is not None:
-        train_left = max(0.0, usual.train_s - (now - started))
+        train_left = left_of(usual.train_s, now - started)
     else:
         return None
     return train_left + (usual.eval_s or 0.0)
+
+
+def left_of(usual_s: float, elapsed_s: float) -> float:
+    """Seconds left of something that usually takes `usual_s` and has run `elapsed_s`:
+    the usual rest, but never under OVERDUE × elapsed (an overdue run's estimate grows
+    with its elapsed time instead of sitting near zero)."""
+    elapsed_s = max(0.0, elapsed_s)
+    return max(usual_s - elapsed_s, OVERDUE * elapsed_s)
+
+
+def error_of(usual: Typical, left_s: float | None) -> float | None:
+    """± seconds of a running run's time left: the usual spread, in proportion to the
+    share of the run still to come."""
+    if left_s is None or usual.spread_s is None or not usual.total_s:
+        return None
+    return usual.spread_s * min(1.0, left_s / usual.total_s)
+
+
+def about(seconds: float | None, error_s: float | None = None) -> str:
+    """"about 40 s ± 10 s" ("" without an estimate)."""
+    if seconds is None:
+        return ""
+    text = f"about {_fmt(seconds)}"
+    return text + (f" ± {_fmt(error_s)}" if error_s is not None and error_s >= 0.5 else "")
+
+
+def _fmt(s: float) -> str:
+    s = max(0.0, float(s))
+    if s < 90:
+        return f"{s:.0f} s"
+    m, sec = divmod(round(s), 60)
+    return f"{m} min {sec:02d} s" if m < 60 else f"{m // 60} h {m % 60:02d} min"
 
 
 def evaluation_progress(rec: RunRecord, usual: Typical,
@@ -92,27 +138,42 @@ class Slot:
     position: int | None
     start_in_s: float | None
     finish_in_s: float | None
+    start_error_s: float | None = None  # ± seconds (None: not known)
+    finish_error_s: float | None = None
+
+
+def _rss(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else math.hypot(a, b)
 
 
 def queue_plan(active: list[RunRecord], *, slots_per_device: int,
                remaining: Callable[[RunRecord], float | None],
-               duration: Callable[[RunRecord], float | None]) -> dict[str, Slot]:
-    """Simulate each device's FIFO queue: runs start as slots free up.
+               duration: Callable[[RunRecord], float | None],
+               error: Callable[[RunRecord], float | None] = lambda r: None,
+               spread: Callable[[RunRecord], float | None] = lambda r: None,
+               ) -> dict[str, Slot]:
+    """Simulate each device's FIFO queue: runs start as slots free up, so starts never
+    decrease along the queue.
 
     `active` are QUEUED and RUNNING runs in queue order; `remaining(rec)` is a running
-    run's time left, `duration(rec)` a queued run's whole usual duration."""
+    run's time left and `error(rec)` its ±; `duration(rec)` a queued run's whole usual
+    duration and `spread(rec)` its ±. Errors add in quadrature along a slot's chain."""
     plan: dict[str, Slot] = {}
     by_device: dict[str, list[RunRecord]] = {}
     for rec in active:
         by_device.setdefault(rec.device, []).append(rec)
     for recs in by_device.values():
         free: list[float | None] = []  # when each slot frees up (None: unknown)
+        err: list[float | None] = []  # ... and the ± of that
         for rec in recs:
             if rec.status == RunStatus.RUNNING:
                 left = remaining(rec)
+                e = error(rec) if left is not None else None
                 free.append(left)
-                plan[rec.run_id] = Slot(None, 0.0, left)
+                err.append(e)
+                plan[rec.run_id] = Slot(None, 0.0, left, None, e)
         free += [0.0] * max(0, slots_per_device - len(free))
+        err += [0.0] * max(0, len(free) - len(err))
         position = 0
         for rec in recs:
             if rec.status != RunStatus.QUEUED:
@@ -124,8 +185,10 @@ def queue_plan(active: list[RunRecord], *, slots_per_device: int,
             start = free[i] if known else None
             dur = duration(rec)
             finish = None if start is None or dur is None else start + dur
-            plan[rec.run_id] = Slot(position, start, finish)
-            free[i] = finish
+            start_err = err[i] if known else None
+            finish_err = _rss(start_err, spread(rec)) if finish is not None else None
+            plan[rec.run_id] = Slot(position, start, finish, start_err, finish_err)
+            free[i], err[i] = finish, finish_err
     return plan
 
 

@@ -4,7 +4,9 @@ run store. Training itself happens in other processes (engine/worker.py).
 `JobManager.submit(config)` reuses a FINISHED run with exactly the same config (seed
 included) when the store has one; otherwise it writes a QUEUED row on its device's
 queue ("cpu" or "cuda:N") and makes sure a worker process serves the store. The worker
-trains one run per device slot (default 1, so runs on one device never compete).
+trains one run per device slot: by default one slot per core, each with `cores // slots`
+threads, a second run starting only when memory allows (engine/slots.py; DPSYNTH_SLOTS
+overrides), so the machine is used while the queue is non-empty.
 
 Every run carries the browser session that asked for it; only that session, or an
 instructor, may stop or delete it. Snapshots are built from the store: one row read
@@ -15,7 +17,6 @@ cheap. Queue positions, start and finish times are estimates (engine/eta.py).
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from engine import eta
+from engine import eta, slots
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.processes import OWNER
@@ -32,6 +33,7 @@ from engine.store import RunStore
 from engine.worker import CTX, HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, serve, worker_alive
 
 SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker
+PLAN_REUSE_S = 0.5  # snapshots within this of each other share one queue plan
 KEEP_CURVES = 64  # runs whose curves stay cached; older ones are re-read when asked
 
 Execute = Callable[..., Iterator[Any]]
@@ -59,6 +61,8 @@ class JobSnapshot(RunRecord):
     position: int | None = None  # in its device's queue, 1 = next
     start_in_s: float | None = None
     eta_s: float | None = None  # until the run ends, evaluation included
+    start_error_s: float | None = None  # ± of start_in_s (engine/eta.py: measured spread)
+    eta_error_s: float | None = None  # ± of eta_s
     eval_elapsed_s: float | None = None  # while evaluating: time spent so far
     eval_fraction: float | None = None  # ...and the share done, by the usual duration
 
@@ -97,20 +101,22 @@ def _device_key(config: RunConfig) -> str:
 class JobManager:
     """The app's handle on the run queue of one store; safe to share between sessions."""
 
-    def __init__(self, store: RunStore, *, slots_per_device: int = 1,
+    def __init__(self, store: RunStore, *, slots_per_device: int | None = None,
                  execute: Execute | None = None, full_eval: bool = True,
                  torch_threads: int | None = None, idle_exit_s: float = 600.0,
                  heartbeat_s: float = HEARTBEAT_S) -> None:
-        if slots_per_device < 1:
+        if slots_per_device is not None and slots_per_device < 1:
             raise InputError(f"slots_per_device must be >= 1. Got {slots_per_device!r}.")
         self.store = store
-        self.slots_per_device = slots_per_device
-        # Leave the server one core so pages stay responsive while a run trains.
+        use = slots.plan(slots=slots_per_device)
+        self.slots_per_device = use.slots
+        # Threads of all slots together fit the cores; trainers run niced, so the server's
+        # pages still come first (engine/worker.py TRAINER_NICE).
         self.settings = WorkerSettings(
-            root=str(store.root), parent=OWNER or "", slots_per_device=slots_per_device,
+            root=str(store.root), parent=OWNER or "", slots_per_device=use.slots,
             full_eval=full_eval, execute=execute, idle_exit_s=idle_exit_s,
             heartbeat_s=heartbeat_s,
-            torch_threads=torch_threads or max(1, (os.cpu_count() or 2) - 1))
+            torch_threads=torch_threads or use.threads)
         self._worker: Any = None
         self._closing = CTX.Event()
         self._closed = threading.Event()
@@ -118,6 +124,7 @@ class JobManager:
         self._curves: dict[str, _Curves] = {}
         self._timings: dict[tuple[str, str], tuple[float | None, list]] = {}
         self._smooth = eta.Smoother()
+        self._plan_cache: tuple[float, tuple, dict[str, eta.Slot]] | None = None
         self._hb = threading.Thread(target=self._supervise, name="dpsynth-jobs", daemon=True)
         self._hb.start()
         atexit.register(self._stop_worker)  # runs before multiprocessing joins its children
@@ -187,6 +194,15 @@ class JobManager:
         else:
             self._smooth.forget(run_id)
         return JobSnapshot(**record_fields(rec), **live)
+
+    def occupancy(self) -> tuple[int, int]:
+        """(runs training now, slots) of the CPU queue, for "N of M slots busy"."""
+        busy = sum(1 for r in self.store.active_runs()
+                   if r.status == RunStatus.RUNNING and r.device == "cpu")
+        return busy, self.slots_per_device
+
+    def occupancy_line(self) -> str:
+        return slots.occupancy_line(*self.occupancy())
 
     def queue(self) -> list[JobSnapshot]:
         """Snapshots of every queued and running run, in queue order (no curves)."""
@@ -303,22 +319,45 @@ class JobManager:
             self._timings[key] = cached
         return eta.typical(cached[1], config.to_dict())
 
-    def _estimates(self, rec: RunRecord) -> dict[str, Any]:
-        """Queue position, start and finish estimates of an active run (JobSnapshot's
-        estimate fields); empty when the run is not in the plan."""
-        now = time.time()
+    def _plan(self, now: float) -> dict[str, eta.Slot]:
+        """One queue plan for every snapshot of a poll (kept PLAN_REUSE_S, or until the
+        queue changes), so the positions a page lists are estimated together: only the
+        running runs' time left is smoothed, queued runs follow from it in order."""
+        active = self.store.active_runs()
+        state = tuple((r.run_id, r.status, r.step, r.phase) for r in active)
+        with self._lock:
+            cached = self._plan_cache
+            if cached is not None and cached[1] == state and now - cached[0] < PLAN_REUSE_S:
+                return cached[2]
         newest = self.store.last_finished()
+
+        def left(r: RunRecord) -> float | None:
+            raw = eta.remaining_s(r, self._usual(r.config, newest), now)
+            return self._smooth(r.run_id, "finish", raw, now)
+
+        left_cache: dict[str, float | None] = {
+            r.run_id: left(r) for r in active if r.status == RunStatus.RUNNING}
         plan = eta.queue_plan(
-            self.store.active_runs(), slots_per_device=self.slots_per_device,
-            remaining=lambda r: eta.remaining_s(r, self._usual(r.config, newest), now),
-            duration=lambda r: self._usual(r.config, newest).total_s)
-        slot = plan.get(rec.run_id)
+            active, slots_per_device=self.slots_per_device,
+            remaining=lambda r: left_cache.get(r.run_id),
+            duration=lambda r: self._usual(r.config, newest).total_s,
+            error=lambda r: eta.error_of(self._usual(r.config, newest), left_cache.get(r.run_id)),
+            spread=lambda r: self._usual(r.config, newest).spread_s)
+        with self._lock:
+            self._plan_cache = (now, state, plan)
+        return plan
+
+    def _estimates(self, rec: RunRecord) -> dict[str, Any]:
+        """Queue position, start and finish estimates of an active run, with their ±
+        (JobSnapshot's estimate fields); empty when the run is not in the plan."""
+        now = time.time()
+        slot = self._plan(now).get(rec.run_id)
         if slot is None:
             return {}
-        out = {"position": slot.position,
-               "start_in_s": self._smooth(rec.run_id, "start", slot.start_in_s, now),
-               "eta_s": self._smooth(rec.run_id, "finish", slot.finish_in_s, now)}
+        out = {"position": slot.position, "start_in_s": slot.start_in_s,
+               "eta_s": slot.finish_in_s, "start_error_s": slot.start_error_s,
+               "eta_error_s": slot.finish_error_s}
         if rec.evaluating:
             out["eval_elapsed_s"], out["eval_fraction"] = eta.evaluation_progress(
-                rec, self._usual(rec.config, newest), now)
+                rec, self._usual(rec.config, self.store.last_finished()), now)
         return out

@@ -45,6 +45,7 @@ TRAINER_NICE = 5  # added to the app's nice value for trainer processes
 LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its artifact dir
 
 CTX = mp.get_context("spawn")
+_POOL_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ def serve(settings: WorkerSettings, closing) -> None:
         lock.close()
         return
     (root / "worker.pid").write_text(OWNER or "")
+    # Trainers are spawned from here: their BLAS and OpenMP pools (numpy, scikit-learn's
+    # evaluation) start with the run's thread count, or two runs side by side would each
+    # spin a pool of every core (measured: evaluation 10x slower with two slots).
+    for var in _POOL_VARS:
+        os.environ[var] = str(settings.torch_threads)
     worker = _Worker(settings, RunStore(root), closing)
     reason = "the worker stopped"
     try:
@@ -163,6 +169,7 @@ class _Worker:
         for t in self.running.values():
             busy[t.device] = busy.get(t.device, 0) + 1
         full = {d for d, n in busy.items() if n >= self.s.slots_per_device}
+        full |= self._no_memory(busy, full)
         claimed = self.store.claim_next(full=full)
         if claimed is None:
             return
@@ -173,6 +180,23 @@ class _Worker:
         self.running[run_id] = trainer
         if not self.idle:
             self.idle.append(_Trainer(self.s))  # the next run starts without an import wait
+
+    def _no_memory(self, busy: dict[str, int], full: set[str]) -> set[str]:
+        """Devices with a run training whose next queued run does not fit beside it
+        (engine/slots.py: the runs' cost-preview memory against the machine's)."""
+        from engine import slots
+
+        out: set[str] = set()
+        active = self.store.active_runs()
+        for device in set(busy) - full:
+            queued = [r for r in active if r.status == RunStatus.QUEUED and r.device == device]
+            if not queued:
+                continue
+            running = [slots.run_memory_gb(r.config) for r in active
+                       if r.run_id in self.running and r.device == device]
+            if not slots.fits(slots.run_memory_gb(queued[0].config), running):
+                out.add(device)
+        return out
 
     def _stops(self) -> None:
         now = time.time()
@@ -244,6 +268,9 @@ def train_loop(settings: WorkerSettings, conn, stop) -> None:
     torch.set_num_threads(settings.torch_threads)
     if settings.execute is None:
         import engine.runner  # noqa: F401  (warm import: torch, data, methods)
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+
+    threadpool_limits(settings.torch_threads)  # pools loaded before the variables applied
     store = RunStore(settings.root, recover=False)
     while True:
         try:

@@ -10,7 +10,7 @@ import math
 
 import streamlit as st
 
-from engine import attack_run
+from engine import attack_run, eta
 from engine.errors import InputError
 from engine.gallery import SWEEP as GALLERY_SWEEP
 from engine.records import RunStatus, real_key
@@ -32,15 +32,15 @@ def queue_strip() -> None:
     queue = jm.queue()
     if not queue:
         return
-    st.markdown(f"**{len(queue)} run(s) queued or training** (one at a time per device; "
+    st.markdown(f"**{len(queue)} run(s) queued or training** ({jm.occupancy_line()}; "
                 "times are estimates)")
     for snap in queue:
         a, b = st.columns([5, 1])
         where = (f"position {snap.position}" if snap.position else snap.status.value)
         if snap.status == RunStatus.QUEUED and snap.start_in_s is not None:
-            where += f", starts in about {snap.start_in_s:,.0f} s"
+            where += f", starts in {eta.about(snap.start_in_s, snap.start_error_s)}"
         elif snap.eta_s is not None:
-            where += f", about {snap.eta_s:,.0f} s left"
+            where += f", {eta.about(snap.eta_s, snap.eta_error_s)} left"
         label = (f"{snap.run_id} · {snap.config.method} · {snap.config.dataset} · "
                  f"ε = {format_epsilon(snap.config.epsilon)} · {where} · "
                  f"by {jm.owner_label(snap.session)}")

@@ -51,7 +51,11 @@ def _script(p, out, stop, full_eval):
     if do == "threads":
         import torch
 
+        import numpy  # noqa: F401  (its BLAS pool, as the evaluation uses it)
+        from threadpoolctl import threadpool_info
+
         metrics["threads"] = float(torch.get_num_threads())
+        metrics["pool_threads"] = float(max(i["num_threads"] for i in threadpool_info()))
     if full_eval and p.get("eval_s"):
         yield Event("evaluate", n, n, 0.5, message="evaluating")
         time.sleep(float(p["eval_s"]))

@@ -31,7 +31,9 @@ def test_train_writes_config_metrics_synthetic_and_grid(tmp_path):
     sigma = metrics["privacy"]["releases"][-1]["noise_multiplier"]
     assert 3.6 < sigma < 3.9  # one release at (1, 1e-5): the exact Gaussian's 3.73
     assert "ExactGaussian" in metrics["accountant"]
-    assert set(metrics["seconds"]) == {"train", "evaluate", "total"}
+    assert set(metrics["seconds"]) == {"train", "evaluate", "total", "timed", "predicted"}
+    # the cost preview the run was shown, as timed and as corrected (engine/cost_cache.py)
+    assert metrics["seconds"]["timed"] > 0 and metrics["seconds"]["predicted"] > 0
     # Chance is .1 on digits; these settings measured LogReg .76–.79 at ε = 1 (3 runs).
     # The margin covers the DP noise, which is never seeded.
     logreg = metrics["accuracy"]["synthetic/logreg"]

@@ -1,6 +1,8 @@
 """Queue and progress estimates (engine/eta.py): similar runs, queue simulation, smoothing."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import eta
 from engine.config import RunConfig
@@ -50,13 +52,13 @@ def test_queue_plan_chains_runs_per_device():
     assert plan["r"] == eta.Slot(None, 0.0, 30.0)
     assert plan["q1"] == eta.Slot(1, 30.0, 50.0)
     assert plan["q2"] == eta.Slot(2, 50.0, 70.0)
-    assert plan["g"] == eta.Slot(1, 0.0, 20.0)  # its own device is free
+    assert plan["g"] == eta.Slot(1, 0.0, 20.0, 0.0)  # its own device is free: starts now, ± 0
     unknown = eta.queue_plan(active, slots_per_device=1, remaining=lambda r: None,
                              duration=lambda r: 20.0)
     assert unknown["q1"] == eta.Slot(1, None, None)  # no made-up numbers
     two = eta.queue_plan(active, slots_per_device=2, remaining=lambda r: 30.0,
                          duration=lambda r: 20.0)
-    assert two["q1"] == eta.Slot(1, 0.0, 20.0) and two["q2"] == eta.Slot(2, 20.0, 40.0)
+    assert two["q1"] == eta.Slot(1, 0.0, 20.0, 0.0) and two["q2"] == eta.Slot(2, 20.0, 40.0)
 
 
 def test_smoother_counts_down_instead_of_jumping():
@@ -66,3 +68,51 @@ def test_smoother_counts_down_instead_of_jumping():
     assert s("r", "finish", 50.0, now=1.0) == pytest.approx(100.0 - 0.2 * 49.0 - 1.0)
     assert s("r", "finish", None, now=2.0) is None
     assert s("r", "finish", 10.0, now=3.0) == 10.0  # forgotten: starts afresh
+
+
+def test_overdue_estimates_grow_with_the_time_taken():
+    usual = eta.Typical(train_s=10.0, eval_s=4.0)
+    row = _rec(phase="train", step=0, total=100, started=0.0)
+    lefts = [eta.remaining_s(row, usual, now=t) for t in (2.0, 12.0, 20.0, 40.0)]
+    assert lefts[0] == pytest.approx(8.0 + 4.0)
+    assert lefts[1] < lefts[2] < lefts[3]  # past the usual 10 s: grows, never sits at ~0
+    assert lefts[3] == pytest.approx(eta.OVERDUE * 40.0 + 4.0)
+    evaluating = _rec(phase="evaluate", step=5, total=5, started=0.0, eval_started=10.0)
+    assert eta.remaining_s(evaluating, usual, now=30.0) == pytest.approx(eta.OVERDUE * 20.0)
+
+
+def test_typical_states_its_spread_and_the_plan_carries_it():
+    timings = [{"config": _cfg(seed=s), "train_s": t, "eval_s": None}
+               for s, t in ((1, 10.0), (2, 14.0), (3, 18.0))]
+    usual = eta.typical(timings, _cfg(seed=9))
+    assert usual == eta.Typical(14.0, None, 4.0)  # median; half the range 10..18
+    assert eta.typical(timings[:1], _cfg(seed=9)).spread_s is None  # one run: unknown
+    active = [_rec("r", "running", device="cpu"), _rec("q1", "queued", device="cpu"),
+              _rec("q2", "queued", device="cpu")]
+    plan = eta.queue_plan(active, slots_per_device=1, remaining=lambda r: 30.0,
+                          duration=lambda r: 20.0, error=lambda r: 3.0, spread=lambda r: 4.0)
+    assert plan["q1"].start_error_s == 3.0 and plan["q1"].finish_error_s == pytest.approx(5.0)
+    assert plan["q2"].start_error_s == pytest.approx(5.0)
+    assert plan["q2"].finish_error_s == pytest.approx((9 + 16 + 16) ** 0.5)
+    assert eta.about(65.0, 5.0) == "about 65 s ± 5 s" and eta.about(None) == ""
+    assert eta.about(125.0) == "about 2 min 05 s"
+
+
+_durations = st.one_of(st.none(), st.floats(0.0, 1e4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["running", "queued"]), st.sampled_from(["cpu", "cuda:0"]),
+                          _durations), max_size=12),
+       st.integers(1, 4))
+def test_queue_order_is_respected(rows, n_slots):
+    active = [_rec(f"r{i}", status, device=dev) for i, (status, dev, _) in enumerate(rows)]
+    value = {f"r{i}": v for i, (_, _, v) in enumerate(rows)}
+    plan = eta.queue_plan(active, slots_per_device=n_slots, remaining=lambda r: value[r.run_id],
+                          duration=lambda r: value[r.run_id])
+    for dev in ("cpu", "cuda:0"):
+        starts = [plan[r.run_id].start_in_s for r in active
+                  if r.device == dev and r.status == RunStatus.QUEUED]
+        for a, b in zip(starts, starts[1:]):
+            # Position k never starts after k + 1; once unknown, unknown for the rest.
+            assert b is None or (a is not None and a <= b)

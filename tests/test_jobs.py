@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from engine import slots
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.jobs import JobManager, NotOwner
@@ -38,7 +39,7 @@ def real(tmp_path_factory):
 def jm(tmp_path_factory):
     """One worker with the scripted trainer for the bookkeeping tests."""
     jm = JobManager(RunStore(tmp_path_factory.mktemp("fake")), execute=scripted,
-                    heartbeat_s=0.1)
+                    heartbeat_s=0.1, slots_per_device=1)
     yield jm
     jm.shutdown()
 
@@ -220,11 +221,38 @@ def test_cancel_while_queued_never_starts(jm):
     assert not jm.cancel(first)  # terminal runs cannot be cancelled
 
 
-def test_trainer_leaves_the_server_a_core(jm):
+def test_trainer_threads_fill_the_cores_of_its_slots(jm):
     rid = jm.submit(fake(seed=900, do="threads"))
     assert jm.wait(rid, timeout=60) == RunStatus.FINISHED
     threads = jm.store.get_run(rid).metrics["threads"]
-    assert threads == max(1, (os.cpu_count() or 2) - 1)
+    # One slot here: it gets every core (trainers run niced, so pages still come first).
+    assert threads == jm.settings.torch_threads == slots.plan(slots=1).threads == slots.cores()
+    # BLAS/OpenMP pools (scikit-learn's evaluation) get the same count, not every core each
+    assert jm.store.get_run(rid).metrics["pool_threads"] == threads
+    assert jm.occupancy() == (0, 1) and jm.occupancy_line() == "0 of 1 training slot busy"
+
+
+def test_slots_default_to_one_per_core_and_honour_the_override(tmp_path):
+    assert slots.plan(n_cores=2, env={}) == slots.Plan(slots=2, threads=1)
+    assert slots.plan(n_cores=8, env={"DPSYNTH_SLOTS": "2"}) == slots.Plan(2, 4)
+    assert slots.plan(n_cores=2, env={"DPSYNTH_SLOTS": "4"}) == slots.Plan(4, 1)  # never 0
+    for bad in ("0", "two"):
+        with pytest.raises(InputError, match="DPSYNTH_SLOTS"):
+            slots.plan(n_cores=2, env={"DPSYNTH_SLOTS": bad})
+    three = JobManager(RunStore(tmp_path), slots_per_device=3)
+    assert three.slots_per_device == 3 == three.settings.slots_per_device
+    three.shutdown()
+
+
+def test_a_second_run_starts_only_where_memory_allows():
+    mem = (16.0, 8.0)  # GB: machine, available now
+    assert slots.fits(1.0, [1.0], mem)
+    assert not slots.fits(7.5, [7.5], mem)  # together over 90 % of the machine
+    assert not slots.fits(7.5, [], mem)  # over 90 % of what is free now
+    assert not slots.fits(None, [1.0], mem) and not slots.fits(1.0, [None], mem)  # unknown
+    cfg = RunConfig(method="dpmerf", dataset="digits")
+    need = slots.run_memory_gb(cfg)
+    assert need is not None and slots.BASELINE_GB < need < 2.0
 
 
 def test_evaluating_has_its_own_state_and_progress(jm):

@@ -51,4 +51,7 @@ def test_workshop_bench_tiny_room_runs_and_every_page_sees_its_accuracy(tmp_path
     runs = next(ln for ln in out.stdout.splitlines() if ln.startswith("runs: "))
     assert "2 finished with metrics.json" in runs and "2 pages showed the accuracy" in runs
     assert "lost (missing or failed): 0" in runs
+    # every run recorded the preview it was shown, so the bench states its error
+    assert any(ln.startswith("preview error (predicted vs measured training s): ")
+               and " of 2 within" in ln for ln in out.stdout.splitlines())
     assert (tmp_path / "runs" / "runs.db").exists()  # it used the store it was given

@@ -10,7 +10,8 @@ import streamlit as st
 
 # Preview keys this block draws; the Playground's generic figure grid skips them.
 COST_KEYS = ("estimated steps", "estimated seconds", "estimated s / step",
-             "estimated s / iteration", "estimated memory (GB)", "faster with")
+             "estimated s / iteration", "estimated memory (GB)", "faster with",
+             "estimated seconds (timed now)", "estimate basis")
 LONG_RUN_S = 180.0  # above this a workshop participant should know before pressing Train
 
 
@@ -36,10 +37,11 @@ def draw_cost(preview: dict) -> None:
         parts.append(f"{float(per) * 1000:,.0f} ms each" if per < 1 else f"{per:.1f} s each")
     if "estimated memory (GB)" in preview:
         parts.append(f"~{float(preview['estimated memory (GB)']):.1f} GB memory")
-    st.markdown(f"**Cost on this machine:** about **{duration(secs)}** of training · "
+    basis = preview.get("estimate basis", "timed now")
+    st.markdown(f"**Cost on this machine:** about **{duration(secs)}** of training ({basis}) · "
                 + " · ".join(parts))
-    note = ("Timed now on this machine (a few real steps), so a busy machine gives "
-                 "a longer estimate; evaluation afterwards is not included.")
+    note = (f"Estimate {basis} on this machine (a few real steps, re-timed when the load "
+            "changes); evaluation afterwards is not included.")
     if secs > LONG_RUN_S:
         # Which knobs make it faster is the method's to say (its preview), not the page's.
         faster = preview.get("faster with")

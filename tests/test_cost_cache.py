@@ -1,0 +1,86 @@
+"""Cost previews (engine/cost_cache.py): timings re-taken when old or when the load moved,
+and seconds corrected by the measured / timed ratio of the store's finished runs."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from engine import cost_cache
+
+
+class FakeStore:
+    """list_runs + artifact_dir, as engine.store.RunStore answers them."""
+
+    def __init__(self, root, seconds):
+        self.root = root
+        self.runs = []
+        for i, secs in enumerate(seconds):
+            rid = f"run{i}"
+            (root / rid).mkdir()
+            (root / rid / "metrics.json").write_text(json.dumps({"seconds": secs}))
+            self.runs.append(SimpleNamespace(run_id=rid))
+
+    def list_runs(self, *, method, dataset, status):
+        assert (method, dataset, status) == ("dpmerf", "digits", "finished")
+        return self.runs
+
+    def artifact_dir(self, run_id):
+        return self.root / run_id
+
+
+def test_the_timed_figure_is_corrected_by_finished_runs(tmp_path):
+    # Three runs took 2x, 3x and 4x what was timed; one predates the "timed" record.
+    store = FakeStore(tmp_path, [{"train": 20.0, "timed": 10.0}, {"train": 30.0, "timed": 10.0},
+                                 {"train": 8.0, "timed": 2.0}, {"train": 5.0}])
+    assert cost_cache.finished_ratios("dpmerf", "digits", store) == [2.0, 3.0, 4.0]
+    out = cost_cache.correct({"estimated seconds": 5.0, "estimated steps": 9}, "dpmerf",
+                             "digits", store)
+    assert out["estimated seconds"] == pytest.approx(15.0)  # 5 s timed × median ratio 3
+    assert out[cost_cache.TIMED_KEY] == 5.0 and out["estimated steps"] == 9
+    assert out[cost_cache.BASIS_KEY] == "timed now, corrected from 3 finished runs"
+
+
+def test_without_finished_runs_the_basis_says_so(tmp_path):
+    out = cost_cache.correct({"estimated seconds": 5.0}, "dpmerf", "digits",
+                             FakeStore(tmp_path, []))
+    assert out["estimated seconds"] == 5.0
+    assert out[cost_cache.BASIS_KEY] == "timed now, no finished run yet"
+    assert cost_cache.correct({"teachers": 3}, "dpmerf", "digits") == {"teachers": 3}
+
+
+def test_a_timing_is_retaken_when_old_or_when_the_load_moved(monkeypatch):
+    clock, load = [1000.0], [0.5]
+    monkeypatch.setattr(cost_cache, "_clock", lambda: clock[0])
+    monkeypatch.setattr(cost_cache, "_load", lambda: load[0])
+    monkeypatch.setattr(cost_cache, "_cores", lambda: 2)
+    calls = []
+    cache = cost_cache.TimedCache()
+
+    def timed():
+        calls.append(1)
+        return len(calls)
+
+    assert cache.get("shape", timed) == 1
+    clock[0] += 10
+    assert cache.get("shape", timed) == 1  # fresh: no new timing
+    load[0] = 2.0  # the load average rose by 1.5 on 2 cores (over 0.5 per core)
+    assert cache.get("shape", timed) == 2
+    clock[0] += cost_cache.MAX_AGE_S + 1  # old
+    assert cache.get("shape", timed) == 3
+    assert cache.get("other shape", timed) == 4 and cache.get("shape", timed) == 3
+
+
+def test_dpmerf_preview_states_its_basis(monkeypatch, digits):
+    from engine import dpmerf, dpmerf_cost
+    from engine.config import RunConfig
+
+    monkeypatch.setattr(cost_cache, "finished_ratios", lambda *a, **k: [2.0])
+    cfg = RunConfig(method="dpmerf", dataset="digits", params={"n_features": 300})
+    p = dpmerf.Params.for_data(digits)
+    monkeypatch.setattr(dpmerf_cost, "measured_rates", lambda *a: {
+        "step": 0.01, "release_per_record": 0.0, "sample_per_record": 0.0})
+    est = dpmerf_cost.estimate(cfg, digits, p, "cpu")
+    assert est[cost_cache.TIMED_KEY] == pytest.approx(est["estimated steps"] * 0.01)
+    assert est["estimated seconds"] == pytest.approx(2 * est[cost_cache.TIMED_KEY])
+    assert est[cost_cache.BASIS_KEY] == "timed now, corrected from 1 finished run"
