@@ -116,3 +116,11 @@ def test_queue_order_is_respected(rows, n_slots):
         for a, b in zip(starts, starts[1:]):
             # Position k never starts after k + 1; once unknown, unknown for the rest.
             assert b is None or (a is not None and a <= b)
+
+
+def test_the_live_view_states_each_estimate_with_its_spread():
+    from ui.live_view import _about
+
+    assert _about(40, 10) == "about 40 s ± 10 s"
+    assert _about(40, None) == "about 40 s"  # one measured run: no spread to state
+    assert _about(600, 120) == "about 10 min ± 2 min"
