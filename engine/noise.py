@@ -39,7 +39,7 @@ os.urandom (OS entropy), never a seed.
 DP-MERF's embedding is not on the grid; `snap` rounds it (in float64) first. That changes
 each coordinate by at most γ/2, so the snapped embedding's sensitivity is Δ + γ√d ≤
 Δ·(1 + z·√d·2^-32) for multiplier z = σ/Δ: for d = 100,000 and z ≤ 100, a relative
-increase below 8e-6 of Δ, left uncharged and disclosed (README, Privacy).
+increase below 8e-6 of Δ, left uncharged and disclosed (docs/privacy.md, "The releases").
 """
 
 from __future__ import annotations

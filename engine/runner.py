@@ -216,7 +216,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     return metrics, last, result
 
 
-# Every key `disclosures` may write under "not private"; README's Privacy section lists
+# Every key `disclosures` may write under "not private"; docs/privacy.md ("What is not.") lists
 # exactly these (tests/test_disclosures.py checks both ways).
 NOT_PRIVATE_KEYS = ("n_train, n_test", "accuracy", "category_domain", "column_kinds",
                     "test_rows_dropped", "training images (Playground)",
