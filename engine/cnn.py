@@ -12,6 +12,10 @@ data is already DP, so this costs no privacy; the test set is touched once, at t
 from __future__ import annotations
 
 import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Generator
 
 import numpy as np
 import torch
@@ -19,6 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.errors import InputError
+
+BATCH = 128
 
 
 class SmallCNN(nn.Module):
@@ -46,14 +52,48 @@ def _accuracy(model, x, y, device, chunk=2000) -> float:
     return correct / max(len(x), 1)
 
 
-def cnn_accuracy(x_syn, y_syn, x_test, y_test, *, device="cpu", seed: int = 0, max_epochs: int = 10,
-                 val_fraction: float = 0.1, batch_size: int = 128, lr: float = 1e-3,
-                 n_classes: int | None = None) -> dict:
+MAX_EPOCHS = 10
+PATIENCE = 2  # epochs without a better validation accuracy before training stops
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """Progress of one CNN fit: `epoch` of at most `max_epochs` is done."""
+
+    epoch: int
+    max_epochs: int
+    val_accuracy: float
+    fit: str = "synthetic"  # which training set: "synthetic", or "real" (the reference)
+
+
+def run_to_end(fit: Generator):
+    """The return value of a generator, its yields (progress) dropped."""
+    while True:
+        try:
+            next(fit)
+        except StopIteration as done:
+            return done.value
+
+
+def cnn_accuracy(x_syn, y_syn, x_test, y_test, **kwargs) -> dict:
+    """`scored_epochs` run to its end, for callers that need no progress."""
+    return run_to_end(scored_epochs(x_syn, y_syn, x_test, y_test, **kwargs))
+
+
+def scored_epochs(x_syn, y_syn, x_test, y_test, *, device="cpu", seed: int = 0,
+                  max_epochs: int = MAX_EPOCHS, patience: int = PATIENCE,
+                  val_fraction: float = 0.1, batch_size: int = BATCH, lr: float = 1e-3,
+                  n_classes: int | None = None, fit: str = "synthetic"
+                  ) -> Generator[Epoch, None, dict]:
     """Train SmallCNN on (x_syn, y_syn), pick the epoch with the best accuracy on a held-out
     part of the synthetic data, and report that model's accuracy on the real test set.
 
-    x arrays are float32 (n, c, h, w) in [0, 1]; y int labels. Returns
-    {"accuracy", "epochs_chosen", "val_accuracy"}.
+    Yields an `Epoch` after each epoch (for a progress bar); its return value (the value of
+    `yield from`) is {"accuracy", "epochs_chosen", "val_accuracy", "epochs_run"}. Training
+    stops after `patience` epochs without a better validation accuracy, and after
+    `max_epochs` at the latest: that bound is what `estimate_seconds` prices.
+
+    x arrays are float32 (n, c, h, w) in [0, 1]; y int labels.
     """
     x_syn = np.asarray(x_syn, dtype=np.float32)
     y_syn = np.asarray(y_syn, dtype=np.int64)
@@ -64,8 +104,8 @@ def cnn_accuracy(x_syn, y_syn, x_test, y_test, *, device="cpu", seed: int = 0, m
                          f"{x_syn.shape} and {x_test.shape}.")
     if len(x_syn) < 2 or len(x_syn) != len(y_syn):
         raise InputError(f"cnn_accuracy needs at least 2 labelled synthetic images; got {len(x_syn)}.")
-    if max_epochs < 1:
-        raise InputError(f"max_epochs must be >= 1. Got {max_epochs!r}.")
+    if max_epochs < 1 or patience < 1:
+        raise InputError(f"max_epochs and patience must be >= 1. Got {max_epochs!r}, {patience!r}.")
     device = torch.device(device)
     k = n_classes or int(max(y_syn.max(), y_test.max())) + 1
     rng = np.random.default_rng(seed)
@@ -78,18 +118,58 @@ def cnn_accuracy(x_syn, y_syn, x_test, y_test, *, device="cpu", seed: int = 0, m
     xt = torch.as_tensor(x_syn[tr], device=device)
     yt = torch.as_tensor(y_syn[tr], device=device)
     best = (-1.0, 0, None)
+    epoch = 0
     for epoch in range(1, max_epochs + 1):
-        model.train()
-        order = torch.as_tensor(rng.permutation(len(tr)), device=device)
-        for i in range(0, len(tr), batch_size):
-            idx = order[i:i + batch_size]
-            loss = F.cross_entropy(model(xt[idx]), yt[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+        _train_epoch(model, opt, xt, yt, rng, batch_size)
         acc = _accuracy(model, x_syn[val], y_syn[val], device)
         if acc > best[0]:
             best = (acc, epoch, copy.deepcopy(model.state_dict()))
+        yield Epoch(epoch, max_epochs, acc, fit)
+        if epoch - best[1] >= patience:
+            break
     model.load_state_dict(best[2])
     return {"accuracy": _accuracy(model, x_test, y_test, device), "epochs_chosen": best[1],
-            "val_accuracy": best[0]}
+            "val_accuracy": best[0], "epochs_run": epoch}
+
+
+def _train_epoch(model, opt, xt, yt, rng, batch_size: int, *, max_batches: int | None = None) -> int:
+    """One pass over (xt, yt) in a random order; returns the number of batches run."""
+    model.train()
+    order = torch.as_tensor(rng.permutation(len(xt)), device=xt.device)
+    batches = 0
+    for i in range(0, len(xt), batch_size):
+        idx = order[i:i + batch_size]
+        loss = F.cross_entropy(model(xt[idx]), yt[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        batches += 1
+        if max_batches is not None and batches >= max_batches:
+            break
+    return batches
+
+
+def fit_batches(n_images: int, max_epochs: int = MAX_EPOCHS) -> float:
+    """Training batches a fit of `n_images` runs at most, counting the forward-only
+    validation and test passes as a third of a batch each (no backward, no update)."""
+    per_epoch = math.ceil(n_images / BATCH) + math.ceil(0.1 * n_images / BATCH) / 3
+    return per_epoch * max_epochs
+
+
+def estimate_seconds(n_images: int, image_shape: tuple[int, int, int], n_classes: int, *,
+                     device="cpu", max_epochs: int = MAX_EPOCHS, probe_batches: int = 5) -> float:
+    """Seconds one `scored_epochs` fit of `n_images` takes at most (all `max_epochs`): a
+    training batch timed on this machine, on random images of the same shape (no data is
+    read, so no privacy cost), times `fit_batches`. Early stopping usually ends it sooner;
+    the bound is what a preview promises."""
+    rng = np.random.default_rng(0)
+    device = torch.device(device)
+    probe = (probe_batches + 1) * BATCH
+    xt = torch.as_tensor(rng.random((probe, *image_shape), dtype=np.float32), device=device)
+    yt = torch.as_tensor(rng.integers(0, n_classes, probe), device=device)
+    model = SmallCNN(image_shape[0], n_classes, image_shape[1:]).to(device)
+    opt = torch.optim.Adam(model.parameters(), 1e-3)
+    _train_epoch(model, opt, xt, yt, rng, BATCH, max_batches=1)  # warm-up: allocator, kernels
+    t0 = time.perf_counter()
+    timed = _train_epoch(model, opt, xt, yt, rng, BATCH, max_batches=probe_batches)
+    return (time.perf_counter() - t0) / timed * fit_batches(n_images, max_epochs)

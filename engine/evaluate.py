@@ -145,13 +145,34 @@ def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
     if include_real:
         put("real", real_reference(data, tuple(models), seed))
     if cnn and data.kind == "image":
-        from engine.cnn import cnn_accuracy
+        from engine.cnn import run_to_end
 
-        res = cnn_accuracy(x_syn, y_syn, data.x_test, data.y_test, device=device, seed=seed)
-        out["synthetic/cnn"] = res["accuracy"]
-        out["synthetic/cnn/epochs_chosen"] = res["epochs_chosen"]
-        if include_real:
-            real = cnn_accuracy(data.x_train, data.y_train, data.x_test, data.y_test,
-                                device=device, seed=seed)
-            out["real/cnn"] = real["accuracy"]
+        out.update(run_to_end(cnn_scores(x_syn, y_syn, data, include_real=include_real,
+                                         seed=seed, device=device)))
+    return out
+
+
+_REAL_CNN: dict[tuple, dict] = {}
+
+
+def cnn_scores(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *, include_real: bool = True,
+               seed: int = 0, device: str = "cpu"):
+    """The small CNN trained on the synthetic data, and (once per process, like
+    `real_reference`) on the real training data, both tested on the real test split.
+
+    A generator: yields engine.cnn.Epoch progress; `yield from` gives the scores
+    {"synthetic/cnn", "synthetic/cnn/epochs_chosen", "real/cnn"}."""
+    from engine.cnn import scored_epochs
+
+    res = yield from scored_epochs(x_syn, y_syn, data.x_test, data.y_test, device=device, seed=seed,
+                                   n_classes=data.n_classes)
+    out = {"synthetic/cnn": res["accuracy"], "synthetic/cnn/epochs_chosen": res["epochs_chosen"]}
+    if include_real:
+        key = (data.name, data.x_train.shape, hash(data.y_train.tobytes()),
+               hash(data.x_train[:64].tobytes()), seed)
+        if key not in _REAL_CNN:
+            _REAL_CNN[key] = yield from scored_epochs(
+                data.x_train, data.y_train, data.x_test, data.y_test, device=device, seed=seed,
+                n_classes=data.n_classes, fit="real")
+        out["real/cnn"] = _REAL_CNN[key]["accuracy"]
     return out

@@ -186,8 +186,9 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         yield Event("evaluate", last.step, last.total, result.privacy.get("epsilon_spent", math.inf),
                     message="evaluating on the real test split")
 
-        scores = full_evaluation(result.x, result.y, data, seed=config.seed, cnn=config.cnn_eval,
-                                 device=str(device))
+        scores = full_evaluation(result.x, result.y, data, seed=config.seed, device=str(device))
+        if config.cnn_eval and data.kind == "image":
+            scores.update((yield from _cnn_events(result, data, config, device, last)))
     metrics = {
         "status": "cancelled" if cancelled else "finished",
         "method": config.method,
@@ -214,6 +215,25 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         metrics["note"] = "NON-PRIVATE reference run (epsilon = inf, no noise added)."
     _write_metrics(out, metrics)
     return metrics, last, result
+
+
+def _cnn_events(result: TrainResult, data, config, device, last: Event):
+    """The CNN's scores (`yield from` gives them), yielding an "evaluate" Event per epoch:
+    the CNN is the slow part of scoring images (minutes on 60k), so it shows progress."""
+    from engine.evaluate import cnn_scores
+
+    eps = result.privacy.get("epsilon_spent", math.inf)
+    fits = cnn_scores(result.x, result.y, data, seed=config.seed, device=str(device))
+    while True:
+        try:
+            ep = next(fits)
+        except StopIteration as done:
+            return done.value
+        yield Event("evaluate", last.step, last.total, eps,
+                    metrics={"eval/cnn_epoch": ep.epoch, "eval/cnn_max_epochs": ep.max_epochs,
+                             "eval/cnn_real_fit": float(ep.fit == "real")},
+                    message=f"CNN trained on the {ep.fit} data: epoch {ep.epoch} of at most "
+                            f"{ep.max_epochs}")
 
 
 # Every key `disclosures` may write under "not private"; docs/privacy.md ("What is not.") lists

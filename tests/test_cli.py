@@ -99,16 +99,23 @@ def _main(*args):
     return main(["train", *args])
 
 
-def test_cnn_flag_is_saved_in_the_config_and_scores_the_synthetic_images(tmp_path, monkeypatch):
-    """--cnn travels in the config (as the Playground's checkbox does) to the evaluation.
-    The CNN itself is stubbed here (tests/test_cnn.py trains it): only the plumbing."""
+def test_cnn_flag_is_saved_in_the_config_and_scores_the_synthetic_images(tmp_path, monkeypatch,
+                                                                        capsys):
+    """--cnn travels in the config (as the Playground's checkbox does) to the evaluation,
+    whose per-epoch progress reaches the console. The CNN itself is stubbed here
+    (tests/test_cnn.py trains it): only the plumbing."""
+    from engine import evaluate
+    from engine.cnn import Epoch
+
     calls = []
 
-    def fake_cnn(x, y, x_test, y_test, *, device, seed, **kw):
+    def fake_fit(x, y, x_test, y_test, *, device, seed, fit="synthetic", **kw):
         calls.append(len(y))
+        yield Epoch(1, 10, 0.5, fit)
         return {"accuracy": 0.25 + len(calls) / 100, "epochs_chosen": 1}
 
-    monkeypatch.setattr("engine.cnn.cnn_accuracy", fake_cnn)
+    monkeypatch.setattr("engine.cnn.scored_epochs", fake_fit)
+    monkeypatch.setattr(evaluate, "_REAL_CNN", {})  # no real-data score cached by another test
     out = tmp_path / "cnn"
     fast = [a for a in FAST if a != "--no-eval"]
     assert _main("--out", str(out), "--cnn", "--n-synthetic", "200", *fast) == 0
@@ -116,6 +123,9 @@ def test_cnn_flag_is_saved_in_the_config_and_scores_the_synthetic_images(tmp_pat
     scores = json.loads((out / "metrics.json").read_text())["accuracy"]
     assert calls == [200, 1437]  # the synthetic set, then the real training split
     assert (scores["synthetic/cnn"], scores["real/cnn"]) == (0.26, 0.27)
+    err = capsys.readouterr().err
+    assert "CNN trained on the synthetic data: epoch 1 of at most 10" in err
+    assert "CNN trained on the real data: epoch 1 of at most 10" in err
     assert _main("--out", str(tmp_path / "plain"), *fast) == 0
     assert "synthetic/cnn" not in json.loads((tmp_path / "plain" / "metrics.json").read_text())["accuracy"]
 

@@ -124,3 +124,16 @@ def test_the_live_view_states_each_estimate_with_its_spread():
     assert _about(40, 10) == "about 40 s ± 10 s"
     assert _about(40, None) == "about 40 s"  # one measured run: no spread to state
     assert _about(600, 120) == "about 10 min ± 2 min"
+
+
+def test_the_live_view_shows_the_cnn_epochs_while_it_scores():
+    """engine/runner.py reports the CNN's epochs as "eval/cnn_*" metrics; the bar counts
+    both fits (synthetic, then the real reference) at their most epochs."""
+    from ui.live_view import _cnn_progress
+
+    assert _cnn_progress({}) is None  # classifiers other than the CNN: the usual bar
+    text, frac = _cnn_progress({"eval/cnn_epoch": 3, "eval/cnn_max_epochs": 10})
+    assert text == "CNN on the synthetic data: epoch 3 of at most 10" and frac == 0.15
+    text, frac = _cnn_progress({"eval/cnn_epoch": 10, "eval/cnn_max_epochs": 10,
+                                "eval/cnn_real_fit": 1.0})
+    assert text.startswith("CNN on the real (reference) data") and frac == 0.99

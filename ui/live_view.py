@@ -81,9 +81,13 @@ def _progress(snap: JobSnapshot) -> None:
     if snap.evaluating:
         spent = snap.eval_elapsed_s or 0.0
         text = f"evaluating… {spent:,.0f} s (classifiers trained on the synthetic data)"
-        if snap.eta_s is not None:
+        frac = snap.eval_fraction or 0.0
+        cnn = _cnn_progress(snap.metrics)
+        if cnn is not None:
+            text, frac = f"evaluating… {spent:,.0f} s · {cnn[0]}", cnn[1]
+        elif snap.eta_s is not None:
             text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
-        st.progress(snap.eval_fraction or 0.0, text=text)
+        st.progress(frac, text=text)
         return
     if status == RunStatus.RUNNING and not total:
         st.progress(0.0, text=_starting(snap))
@@ -99,6 +103,18 @@ def _progress(snap: JobSnapshot) -> None:
     elif status == RunStatus.RUNNING and snap.eta_s is not None:
         text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
     st.progress(frac, text=text)
+
+
+def _cnn_progress(metrics: dict) -> tuple[str, float] | None:
+    """While the CNN scores an image run (engine/runner.py's "eval/cnn_*" progress): what
+    it is doing and the share done, counting every epoch it may run (it often stops early)."""
+    epoch, most = metrics.get("eval/cnn_epoch"), metrics.get("eval/cnn_max_epochs")
+    if not epoch or not most:
+        return None
+    real = bool(metrics.get("eval/cnn_real_fit"))
+    text = (f"CNN on the {'real (reference)' if real else 'synthetic'} data: epoch "
+            f"{epoch:.0f} of at most {most:.0f}")
+    return text, min(0.99, (epoch + (most if real else 0)) / (2 * most))
 
 
 def _starting(snap: JobSnapshot) -> str:
