@@ -72,6 +72,10 @@ def test_committed_gallery_loads(tmp_path):
     assert {name for name, *_ in entries} <= planned
     # Every registered method is there for a newcomer to compare.
     assert {config.method for _, config, _, _ in entries} == set(METHODS)
+    # Both papers' methods on Fashion-MNIST, so nobody waits ten minutes to compare them.
+    for method in ("dpmerf", "datalens"):
+        assert {1.0, 10.0} <= {config.epsilon for _, config, _, _ in entries
+                               if (config.dataset, config.method) == ("fashion_mnist", method)}
     store = RunStore(tmp_path / "runs")
     assert len(gallery.load_into(store)) == len(entries)
     for name, config, metrics, folder in entries:
