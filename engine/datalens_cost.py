@@ -127,7 +127,8 @@ def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch
 def _probe(teacher, hidden, widths, image_shape, n_classes, m, batch, top_k, pool, n, device_name):
     from dataclasses import replace
 
-    from engine.datalens import Params, top_agg
+    from engine.datalens_params import Params
+    from engine.datalens_votes import top_agg
     from engine.datalens_nets import make_teachers
     from engine.datalens_step import teacher_update, teacher_votes
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import datalens, demos, privacy
+from engine import datalens, datalens_accounting, demos, privacy
 from engine.errors import InputError
 from engine.config import RunConfig
 from engine.records import RunRecord, RunStatus
@@ -254,7 +254,7 @@ def test_accountant_numbers_come_from_engine_privacy(runs_root):
     at.radio(key="acc_mode").set_value("σ → find ε").run()
     assert float(metric(at, "ε (exact)")) == pytest.approx(
         privacy.epsilon_for(5.0, delta=1e-5), rel=1e-3)
-    steps = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=200,
+    steps = datalens_accounting.affordable_steps(epsilon=1.0, delta=1e-5, top_k=200,
                                               sigma=5000.0, batch=15)
     assert int(metric(at, "steps affordable (exact)").replace(",", "")) == steps
     keys = {c.key for c in at.get("plotly_chart")}
