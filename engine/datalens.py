@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from engine import cost_cache, privacy
 from engine import datalens_accounting as accounting
-from engine.datalens_params import TITLE, Params  # TITLE, Params: the registry's contract
+from engine.datalens_params import TITLE, Params, small_data_warning  # TITLE, Params: the registry's contract
 from engine.datalens_votes import partition, top_agg, unpool  # Algorithms 2–3
 from engine.events import Event, TrainResult
 
@@ -43,35 +43,6 @@ _TEACHER_NOTES = {
     "official": "official conditional conv net (label maps at every layer, one output per class, "
                 "per-record layer norm instead of batch norm)",
 }
-
-# Below this many teachers the vote sums drown in noise at small ε (a prototype: 1,000 teachers
-# learned far worse than 4,000 under the same noise; digits' 95 stay at chance at ε = 1).
-_FEW_TEACHERS = 1000
-
-# What DataLens reached on digits with the current defaults (docs/datalens.md, digits table: 10 seeds
-# at ε = 1 and 10, 3 without noise), quoted by the small-data warning and the Learn page so
-# the figures live in one place; accuracies as the app writes them (.55). Re-measure:
-# python -m bench.datalens_fashion --dataset digits
-DIGITS_MEASURED = {"records": 1437, "teachers": 95, "steps at epsilon=10": 59,
-                   "CNN at epsilon=1": ".1", "CNN at epsilon=10": ".55", "CNN without noise": ".89",
-                   "DP-MERF at epsilon=1": ".8"}
-
-
-def small_data_warning(config, params: Params, steps: int, n_train: int) -> str | None:
-    """The teaching point for small data, from the run's own numbers (not the dataset's
-    name); None when there are enough teachers or no noise."""
-    if not config.private or params.teachers >= _FEW_TEACHERS:
-        return None
-    m = DIGITS_MEASURED
-    return (f"DataLens needs tens of thousands of records: these {n_train:,} make "
-            f"{params.teachers:,} teachers of {params.partition_size(n_train)}, and epsilon="
-            f"{config.epsilon:g} affords {steps} step{'s' * (steps != 1)} against their noise. "
-            f"Measured on digits ({m['records']:,} records, {m['teachers']} teachers; chance is "
-            f".1): CNN {m['CNN at epsilon=1']} at epsilon=1 (1 step: near chance), "
-            f"{m['CNN at epsilon=10']} at epsilon=10 ({m['steps at epsilon=10']} steps, 10 seeds), "
-            f"{m['CNN without noise']} without noise; DP-MERF reaches {m['DP-MERF at epsilon=1']} "
-            f"at epsilon=1. That is the method's limit on small data, not a bug.")
-
 
 # ------------------------------------------------------------------- accounting
 
@@ -98,7 +69,8 @@ def privacy_preview(config, p: Params, data) -> dict:
     """What the UI and CLI show before training: affordable steps, noise, accountant, the
     settings derived from the data, and the estimated cost; "refuse" (one line with the
     fix) when the estimate exceeds the machine. `p` are the run's validated Params."""
-    from engine.datalens_cost import memory_bytes, refusal, seconds_per_iteration
+    from engine.datalens_cost import seconds_per_iteration
+    from engine.datalens_memory import memory_bytes, refusal
     from engine.device import resolve_device
 
     steps, batch = _schedule(config, p, data.n_train)

@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine import privacy, risk
-from engine.audit import clopper_pearson_upper
+from engine.audit_stats import clopper_pearson_upper
 from engine.errors import InputError
 
 PEOPLE = 20              # the target plus 19 others whose answers the attacker knows

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from engine import datalens, datalens_accounting, demos, privacy
 from engine.errors import InputError
 from engine.config import RunConfig
+from engine.datalens_params import DIGITS_MEASURED
 from engine.records import RunRecord, RunStatus
 from engine.render import class_rows
 from engine.store import RunStore
@@ -270,7 +271,7 @@ def test_learn_page_demos_move_with_their_sliders(runs_root):
     after = next(c.value for c in at.caption if c.value.startswith("σ ="))
     assert before != after
     # The digits figures are the engine's measured ones, not a second copy in the page.
-    cnn10 = datalens.DIGITS_MEASURED["CNN at epsilon=10"]
+    cnn10 = DIGITS_MEASURED["CNN at epsilon=10"]
     assert any("DataLens stays near chance" in m.value and f"CNN reaches about {cnn10}" in m.value
                for m in at.markdown)
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine import audit
+from engine import audit, audit_stats
 from engine import features as fx
 from engine import datalens_accounting
 from engine import privacy as P
@@ -137,15 +137,15 @@ def test_calibration_never_overshoots_by_an_independent_count():
 
 
 def test_clopper_pearson_and_bound_math():
-    assert audit.clopper_pearson_upper(0, 100, 0.05) == pytest.approx(1 - 0.05 ** (1 / 100))
-    assert audit.clopper_pearson_upper(100, 100, 0.05) == 1.0
+    assert audit_stats.clopper_pearson_upper(0, 100, 0.05) == pytest.approx(1 - 0.05 ** (1 / 100))
+    assert audit_stats.clopper_pearson_upper(100, 100, 0.05) == 1.0
     # The inequality itself: FPR = e^-2 (1 − FNR) with δ = 0 means ε = 2.
-    assert audit.epsilon_from_rates(math.exp(-2) * 0.5, 0.5, 0.0) == pytest.approx(2.0)
-    assert audit.epsilon_from_rates(0.5, 0.5, 0.0) == 0.0
+    assert audit_stats.epsilon_from_rates(math.exp(-2) * 0.5, 0.5, 0.0) == pytest.approx(2.0)
+    assert audit_stats.epsilon_from_rates(0.5, 0.5, 0.0) == 0.0
     # More trials with the same rates give a higher (sharper) bound, never above the rates'.
-    lo = audit.epsilon_lower_bound(10, 1000, 500, 1000, delta=0.0)
-    hi = audit.epsilon_lower_bound(100, 10000, 5000, 10000, delta=0.0)
-    assert lo < hi < audit.epsilon_from_rates(0.01, 0.5, 0.0)
+    lo = audit_stats.epsilon_lower_bound(10, 1000, 500, 1000, delta=0.0)
+    hi = audit_stats.epsilon_lower_bound(100, 10000, 5000, 10000, delta=0.0)
+    assert lo < hi < audit_stats.epsilon_from_rates(0.01, 0.5, 0.0)
 
 
 def test_audit_of_identical_outputs_finds_nothing():

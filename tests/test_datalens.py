@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from engine import datalens, datalens_accounting, datalens_votes, privacy
 from engine.config import RunConfig
+from engine.datalens_params import DIGITS_MEASURED
 from engine.data import Dataset, load
 from engine.errors import InputError
 from engine.registry import make_params
@@ -177,7 +178,7 @@ def test_preview_digits_has_hint_and_exact_steps(digits):
     assert prev["affordable steps"] == min(want, p.max_steps)
     # The small-data caution comes from the run's own numbers (95 teachers), not the name.
     assert "near chance" in prev["warning"] and f"{p.teachers} teachers" in prev["warning"]
-    assert f"{datalens.DIGITS_MEASURED['CNN at epsilon=10']} at epsilon=10 (" in prev["warning"]
+    assert f"{DIGITS_MEASURED['CNN at epsilon=10']} at epsilon=10 (" in prev["warning"]
     assert prev["accountant"] == privacy.ACCOUNTANTS["exact"]
     rdp = _preview(replace(cfg, params={"accountant": "rdp"}), digits)
     assert rdp["accountant"] == privacy.ACCOUNTANTS["rdp"]
