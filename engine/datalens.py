@@ -78,7 +78,7 @@ def privacy_preview(config, p: Params, data) -> dict:
         "affordable steps": steps,
         "noise multiplier": accounting.noise_multiplier(sigma=p.sigma, top_k=p.top_k)
         if config.private else 0.0,
-        "accountant": privacy.ACCOUNTANTS[p.accountant] if config.private else "none (non-private run)",
+        "accountant": privacy.ACCOUNTANTS[p.accountant] if config.private else privacy.NON_PRIVATE,
         "teachers": p.teachers,
         "records per teacher": p.partition_size(data.n_train),
         "synthetic records per step": batch,

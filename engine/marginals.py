@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -160,11 +160,20 @@ def privacy_preview(config, params: Params, data: Dataset) -> dict:
 
 def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event]:
     """Release the histograms once, then sample records from them (post-processing).
-    One release and one sampling pass: there are no steps for `stop` to end early."""
+    One release and one sampling pass; `stop` set before the release ends the run with
+    nothing released (no records, ε 0)."""
     t0 = time.perf_counter()
     columns = public_columns(data, params.bins)
     sizes = [c.size for c in columns]
     report = _calibrate(config, params, len(columns))
+    if stop is not None and stop.is_set():
+        nothing = replace(report, epsilon_spent=0.0,
+                          releases=tuple(replace(r, count=0) for r in report.releases))
+        info = {"method": TITLE, "params": asdict(params), "steps": 0}
+        result = TrainResult(np.zeros((0, *data.x_train.shape[1:])), np.zeros(0, np.int64), nothing, info,
+                             seconds=time.perf_counter() - t0, stopped=True)
+        yield Event("done", 0, 1, 0.0, result=result, message="stopped before the release")
+        return
     sigma_counts, sigma_hist = (r.sigma for r in report.releases)
     # The only code that reads private records: two Gaussian releases.
     counts = np.bincount(data.y_train, minlength=data.n_classes).astype(np.float64)
@@ -189,7 +198,8 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     info = {"method": TITLE, "params": asdict(params), "steps": 1,
             "histograms": len(columns), "bins": sizes,
             "released_label_distribution": label_p.tolist()}
-    result = TrainResult(x, y.astype(np.int64), report, info, seconds=time.perf_counter() - t0)
+    result = TrainResult(x, y.astype(np.int64), report, info, seconds=time.perf_counter() - t0,
+                         stopped=False)
     yield Event("done", 1, 1, spent, result=result)
 
 
