@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from engine import data as datasets
-from engine import datalens, privacy
+from engine import datalens, datalens_accounting, privacy
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.registry import make_params
@@ -74,7 +74,7 @@ def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int, grid: str | None 
         if ev.phase == "done":
             result = ev.result
     train_s = time.time() - t0
-    steps = result.privacy["steps"]
+    steps = result.privacy.steps
     if grid:
         from engine.render import image_grid
 
@@ -90,7 +90,7 @@ def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int, grid: str | None 
         data.x_test.reshape(len(data.x_test), -1), data.y_test)
     out = {"seed": cfg.seed, "cnn": cnn, "logreg": logreg, "steps": steps, "train_s": train_s,
            "s_per_iter": train_s / max(steps, 1), "eval_s": time.time() - t1,
-           "eps": result.privacy["epsilon_spent"]}
+           "eps": result.privacy.epsilon_spent}
     print(f"seed {cfg.seed}: CNN {cnn:.4f}, LogReg {logreg:.4f}; {steps} steps in {train_s:.0f}s "
           f"({out['s_per_iter']:.2f} s/iteration), eval {out['eval_s']:.0f}s, eps {out['eps']:.4f}", flush=True)
     return out
@@ -142,8 +142,8 @@ def main(argv=None) -> int:
         return 2
     if a.epsilon == 1.0:
         print("affordable steps, paper setting (k=200, sigma=5000, 15 records/step, eps=1):",
-              {acc: privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=200, sigma=5000.0,
-                                                       batch=15, accountant=acc) for acc in privacy.ACCOUNTANTS})
+              {acc: datalens_accounting.affordable_steps(epsilon=1.0, delta=1e-5, top_k=200, sigma=5000.0,
+                                                         batch=15, accountant=acc) for acc in privacy.ACCOUNTANTS})
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     runs = [run_once(replace(cfg, seed=s), p, data, device, a.cnn_epochs, a.grid) for s in a.seeds]

@@ -98,9 +98,9 @@ def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:
         import numpy as np
 
         np.savez_compressed(args.save, x=result.x, y=result.y)
-    figures = {"seed": seed, "epsilon_spent": result.privacy["epsilon_spent"],
-               "noise_multiplier": result.privacy["releases"][-1]["noise_multiplier"],
-               "accountant": result.privacy["accountant"], "device": str(device),
+    figures = {"seed": seed, "epsilon_spent": result.privacy.epsilon_spent,
+               "noise_multiplier": result.privacy.releases[-1].noise_multiplier,
+               "accountant": result.privacy.accountant, "device": str(device),
                "threads": torch.get_num_threads(), "seconds_release": round(release_s, 1),
                "seconds_train_total": round(train_s, 1), "steps": result.info["steps"]}
     for model in args.models.split(","):

@@ -21,19 +21,18 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from engine import privacy  # noqa: E402
-from engine.noise import snap  # noqa: E402
+from engine.noise import gaussian_noise, noise_generator, snap  # noqa: E402
 
 
 def old_release(emb: torch.Tensor, std: float) -> torch.Tensor:
     """The release before issue 28: float32 Box–Muller noise, added in float32."""
-    gen = privacy.noise_generator("cpu")
+    gen = noise_generator("cpu")
     return emb + torch.randn(emb.shape, generator=gen, dtype=torch.float32) * std
 
 
 def new_release(emb: torch.Tensor, std: float) -> torch.Tensor:
     """dpmerf._release's noise step as shipped."""
-    noisy = snap(emb, std) + privacy.gaussian_noise(emb.shape, std, dtype=torch.float64)
+    noisy = snap(emb, std) + gaussian_noise(emb.shape, std, dtype=torch.float64)
     return noisy.float()
 
 

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from engine import privacy
+from engine import noise, privacy
+from engine.privacy import PrivacyReport
 
 # ------------------------------------------------------------------ the harness
 
@@ -57,8 +58,7 @@ def _no_noise(module):
 
 @contextmanager
 def fast_sampler():
-    """Inside the block the sampler under `engine.privacy.gaussian_noise` (engine/noise.py)
-    is float64 `torch.randn`·std cast to the dtype: the same distribution to the audit's
+    """Inside the block the sampler under `engine.noise.gaussian_noise` is float64 `torch.randn`·std cast to the dtype: the same distribution to the audit's
     resolution, 10–50× faster on millions of trials. Everything above it — each module's
     `gaussian_noise`, σ, sensitivity — stays on the audited path; the sampler itself is
     checked by tests/test_noise.py (its distribution, grid and exactness)."""
@@ -67,7 +67,7 @@ def fast_sampler():
     current = noise.gaussian
 
     def fast(shape, std, *, device="cpu", dtype=torch.float32):
-        gen = privacy.noise_generator("cpu")
+        gen = noise.noise_generator("cpu")
         out = torch.randn(tuple(shape), generator=gen, dtype=torch.float64) * std
         return out.to(device=device, dtype=dtype)
 
@@ -109,16 +109,16 @@ def _config(method: str, epsilon: float, delta: float):
     return RunConfig(method=method, dataset="audit", epsilon=epsilon, delta=delta)
 
 
-def _component(report: dict, name: str) -> tuple[float, float]:
+def _component(report: PrivacyReport, name: str) -> tuple[float, float]:
     """(σ, claimed multiplier) of one release of a composed plan: audited against its own
     multiplier, so a wrong σ or sensitivity there is not hidden by the others' share."""
-    rel = next(r for r in report["releases"] if r["name"] == name)
-    return rel["sigma"], rel["noise_multiplier"]
+    rel = next(r for r in report.releases if r.name == name)
+    return rel.sigma, rel.noise_multiplier
 
 
-def _equivalent_multiplier(report: dict) -> float:
+def _equivalent_multiplier(report: PrivacyReport) -> float:
     """The one Gaussian mechanism a composed plan claims to be: 1/z² adds up (GDP)."""
-    return sum(r["count"] / r["noise_multiplier"] ** 2 for r in report["releases"]) ** -0.5
+    return sum(r.count / r.noise_multiplier ** 2 for r in report.releases) ** -0.5
 
 
 # --------------------------------------------------------------- the audited releases
@@ -245,10 +245,10 @@ def datalens_votes(records: torch.Tensor, parts: np.ndarray, top_k: int) -> torc
     """Each teacher's vote through the real `topk_sto_sign`, on the sum of its partition's
     records as its "gradient" (c = 1 and |g| ≥ 1 make every vote deterministic). DP must
     hold for any per-teacher gradient, so any stand-in that reads only the partition works."""
-    from engine import datalens
+    from engine.datalens_votes import topk_sto_sign
 
     grads = records[torch.as_tensor(parts)].sum(1)  # (teachers, d)
-    return datalens.topk_sto_sign(grads, top_k, 1.0)
+    return topk_sto_sign(grads, top_k, 1.0)
 
 
 def datalens_scores(trials: int, *, epsilon: float, delta: float, teachers: int = 10,
@@ -298,22 +298,22 @@ def _noisy_vote_sum(votes: torch.Tensor, sigma: float, beta: float, trials: int)
     is recorded as drawn, and the output is checked to be exactly that sum thresholded —
     so the score is what `top_agg` released, not a rebuilt copy.
     """
-    from engine import datalens
+    from engine import datalens, datalens_votes
 
     drawn = []
-    current = privacy.gaussian_noise
+    current = datalens_votes.gaussian_noise
 
     def recording(shape, std, **kw):
         noise = current(shape, std, **kw)
         drawn.append(noise)
         return noise
 
-    privacy.gaussian_noise = recording
+    datalens_votes.gaussian_noise = recording
     try:  # the trials are a batch axis of the votes, so one draw covers them all
         out = datalens.top_agg(votes.reshape(len(votes), 1, -1).expand(-1, trials, -1), sigma,
                                beta)
     finally:
-        privacy.gaussian_noise = current
+        datalens_votes.gaussian_noise = current
     if len(drawn) != 1:
         raise AssertionError(f"top_agg drew noise {len(drawn)} times; the audit expects once.")
     noisy = votes.reshape(len(votes), -1).sum(0, dtype=torch.float32) + drawn[0]

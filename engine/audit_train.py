@@ -58,7 +58,7 @@ def _record_votes(config, params, data, replay: list | None = None) -> list:
     every `top_agg` call. With `replay`, each call returns the replayed output instead, so
     this run follows the other dataset's transcript: what the audit compares at step t is
     the votes on the two datasets given the same released past (adaptive composition)."""
-    from engine import datalens
+    from engine import datalens, datalens_votes
 
     calls, current = [], datalens.top_agg
 
@@ -71,7 +71,7 @@ def _record_votes(config, params, data, replay: list | None = None) -> list:
 
     datalens.top_agg = recording
     try:
-        with _no_noise(privacy):
+        with _no_noise(datalens_votes):
             for _ in datalens.train(config, params, data, "cpu", None):
                 pass
     finally:

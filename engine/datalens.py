@@ -15,10 +15,10 @@ Privacy assumption (replace-one neighbours): one private record lives in exactly
 teacher's partition (`partition` is disjoint), so changing it changes at most that
 teacher's vote vector for each synthetic record: two k-sparse ±1 vectors differ by at
 most 2√k in L2. Each step therefore releases `batch` Gaussian mechanisms with
-sensitivity 2√k and std σ; `engine.privacy` composes them and training stops before the
-step that would exceed ε. Thresholding, the student update, the weight average and
-sampling are post-processing.
-Noise comes from `engine.privacy.gaussian_noise` only (OS entropy, never the seed).
+sensitivity 2√k and std σ (engine/datalens_accounting.py); `engine.privacy` composes
+them and training stops before the step that would exceed ε. Thresholding, the student
+update, the weight average and sampling are post-processing. Algorithms 2–3 and their
+noise (engine/noise.py: OS entropy, never the seed) are in engine/datalens_votes.py.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import torch
 import torch.nn.functional as F
 
 from engine import cost_cache, privacy
-from engine.datalens_params import TITLE, Params  # TITLE, Params: the registry's contract
-from engine.errors import InputError
+from engine import datalens_accounting as accounting
+from engine.datalens_params import TITLE, Params, small_data_warning  # TITLE, Params: the registry's contract
+from engine.datalens_votes import partition, top_agg, unpool  # Algorithms 2–3
 from engine.events import Event, TrainResult
 
 _TEACHER_NOTES = {
@@ -42,91 +43,6 @@ _TEACHER_NOTES = {
     "official": "official conditional conv net (label maps at every layer, one output per class, "
                 "per-record layer norm instead of batch norm)",
 }
-
-# Below this many teachers the vote sums drown in noise at small ε (a prototype: 1,000 teachers
-# learned far worse than 4,000 under the same noise; digits' 95 stay at chance at ε = 1).
-_FEW_TEACHERS = 1000
-
-# What DataLens reached on digits with the current defaults (docs/datalens.md, digits table: 10 seeds
-# at ε = 1 and 10, 3 without noise), quoted by the small-data warning and the Learn page so
-# the figures live in one place; accuracies as the app writes them (.55). Re-measure:
-# python -m bench.datalens_fashion --dataset digits
-DIGITS_MEASURED = {"records": 1437, "teachers": 95, "steps at epsilon=10": 59,
-                   "CNN at epsilon=1": ".1", "CNN at epsilon=10": ".55", "CNN without noise": ".89",
-                   "DP-MERF at epsilon=1": ".8"}
-
-
-def small_data_warning(config, params: Params, steps: int, n_train: int) -> str | None:
-    """The teaching point for small data, from the run's own numbers (not the dataset's
-    name); None when there are enough teachers or no noise."""
-    if not config.private or params.teachers >= _FEW_TEACHERS:
-        return None
-    m = DIGITS_MEASURED
-    return (f"DataLens needs tens of thousands of records: these {n_train:,} make "
-            f"{params.teachers:,} teachers of {params.partition_size(n_train)}, and epsilon="
-            f"{config.epsilon:g} affords {steps} step{'s' * (steps != 1)} against their noise. "
-            f"Measured on digits ({m['records']:,} records, {m['teachers']} teachers; chance is "
-            f".1): CNN {m['CNN at epsilon=1']} at epsilon=1 (1 step: near chance), "
-            f"{m['CNN at epsilon=10']} at epsilon=10 ({m['steps at epsilon=10']} steps, 10 seeds), "
-            f"{m['CNN without noise']} without noise; DP-MERF reaches {m['DP-MERF at epsilon=1']} "
-            f"at epsilon=1. That is the method's limit on small data, not a bug.")
-
-
-# ------------------------------------------------------------------ Algorithms 2–3
-
-
-def partition(n_records: int, n_teachers: int, seed: int = 0, size: int | None = None) -> np.ndarray:
-    """Disjoint equal parts: (n_teachers, size) record indices, each record at most once.
-
-    `size` defaults to n_records // n_teachers; the remainder is left unused (equal sizes
-    keep the teachers stackable). A random permutation split into blocks can never put a
-    record in two teachers — the official code's overlap broke the 2√k bound. The seed is
-    model randomness, not DP noise.
-    """
-    size = size or n_records // n_teachers
-    if n_teachers < 1 or size < 1 or size * n_teachers > n_records:
-        raise InputError(f"cannot split {n_records} records into {n_teachers} parts of {size}.")
-    perm = np.random.default_rng(seed).permutation(n_records)
-    return perm[: n_teachers * size].reshape(n_teachers, size)
-
-
-def topk_sto_sign(grads: torch.Tensor, k: int, c, *, gen: torch.Generator | None = None) -> torch.Tensor:
-    """Algorithm 2 on the last dimension: keep the k largest |g|, clip to [−c, c], and
-    replace each kept g by +1 with probability ½ + g/(2c), else −1.
-
-    Returns an int8 tensor of grads' shape with exactly k nonzeros (±1) per vector;
-    E[vote · c] = g for |g| ≤ c. `c` is a float or a tensor broadcastable to
-    grads[..., :1] (per-teacher clip). Not DP noise: its randomness may come from a
-    seeded generator.
-    """
-    _, idx = grads.abs().topk(k, dim=-1, sorted=False)  # order is irrelevant; unsorted is faster
-    g = grads.gather(-1, idx)
-    c = torch.as_tensor(c, dtype=g.dtype, device=g.device)
-    p_plus = 0.5 + torch.clamp(g, -c, c) / (2 * c)
-    u = torch.rand(g.shape, generator=gen, device=g.device, dtype=g.dtype)
-    signs = torch.where(u < p_plus, 1, -1).to(torch.int8)
-    return torch.zeros(grads.shape, dtype=torch.int8, device=grads.device).scatter_(-1, idx, signs)
-
-
-def top_agg(votes: torch.Tensor, sigma: float, beta: float) -> torch.Tensor:
-    """Algorithm 3's aggregation: ṽ = Σ_i votes_i + N(0, σ²) on every coordinate, then
-    sign(ṽ_j) where |ṽ_j| ≥ β·N, else 0. `votes` is (N, ..., d); returns float (..., d).
-
-    The sum is the only data-dependent release (sensitivity 2√k per record); the threshold
-    is post-processing. σ = 0 means no noise (non-private runs only).
-    """
-    n = votes.shape[0]
-    total = votes.sum(dim=0, dtype=torch.float32)
-    noisy = total + privacy.gaussian_noise(total.shape, sigma, device=total.device)
-    return torch.where(noisy.abs() >= beta * n, torch.sign(noisy), torch.zeros_like(noisy))
-
-
-def unpool(g_hat: torch.Tensor, pool: int, image_shape: tuple[int, int, int]) -> torch.Tensor:
-    """Votes on pool×pool blocks, (batch, d / pool²), back to (batch, c, h, w): every
-    pixel of a block gets its block's aggregate."""
-    c, h, w = image_shape
-    return F.interpolate(g_hat.view(-1, c, h // pool, w // pool), scale_factor=pool, mode="nearest")
-
 
 # ------------------------------------------------------------------- accounting
 
@@ -136,7 +52,7 @@ def _schedule(config, params: Params, n_train: int) -> tuple[int, int]:
     batch = params.synthetic_batch(n_train)
     if not config.private:
         return params.max_steps, batch
-    steps = privacy.datalens_affordable_steps(
+    steps = accounting.affordable_steps(
         epsilon=config.epsilon, delta=config.delta, top_k=params.top_k, sigma=params.sigma,
         batch=batch, accountant=params.accountant)
     return min(steps, params.max_steps), batch
@@ -145,7 +61,7 @@ def _schedule(config, params: Params, n_train: int) -> tuple[int, int]:
 def _spent(config, params: Params, steps: int, batch: int) -> float:
     if not config.private:
         return math.inf
-    return privacy.datalens_epsilon(steps=steps, top_k=params.top_k, sigma=params.sigma,
+    return accounting.spent_epsilon(steps=steps, top_k=params.top_k, sigma=params.sigma,
                                     batch=batch, delta=config.delta, accountant=params.accountant)
 
 
@@ -153,15 +69,16 @@ def privacy_preview(config, p: Params, data) -> dict:
     """What the UI and CLI show before training: affordable steps, noise, accountant, the
     settings derived from the data, and the estimated cost; "refuse" (one line with the
     fix) when the estimate exceeds the machine. `p` are the run's validated Params."""
-    from engine.datalens_cost import memory_bytes, refusal, seconds_per_iteration
+    from engine.datalens_cost import seconds_per_iteration
+    from engine.datalens_memory import memory_bytes, refusal
     from engine.device import resolve_device
 
     steps, batch = _schedule(config, p, data.n_train)
     out = {
         "affordable steps": steps,
-        "noise multiplier": privacy.datalens_noise_multiplier(sigma=p.sigma, top_k=p.top_k)
+        "noise multiplier": accounting.noise_multiplier(sigma=p.sigma, top_k=p.top_k)
         if config.private else 0.0,
-        "accountant": privacy.ACCOUNTANTS[p.accountant] if config.private else "none (non-private run)",
+        "accountant": privacy.ACCOUNTANTS[p.accountant] if config.private else privacy.NON_PRIVATE,
         "teachers": p.teachers,
         "records per teacher": p.partition_size(data.n_train),
         "synthetic records per step": batch,
@@ -292,29 +209,19 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
 
     n_out = config.n_synthetic or data.n_train
     x_out, y_out = _sample(released(), n_out, p, k_cls, gen, device)
-    spent = _spent(config, p, step, batch) if step else 0.0
-    priv = {
-        "epsilon_target": config.epsilon,
-        "epsilon_spent": spent,
-        "delta": config.delta,
-        "noise_multiplier": privacy.datalens_noise_multiplier(sigma=p.sigma, top_k=p.top_k) if config.private else 0.0,
-        "accountant": privacy.ACCOUNTANTS[p.accountant] if config.private else "none (non-private run: no noise added)",
-        "releases": [{"name": "teacher votes (one per synthetic record per step)",
-                      "sensitivity": 2 * math.sqrt(p.top_k), "count": step * batch, "sigma": sigma}],
-        "steps": step,
-    }
+    report = accounting.run_report(config, p, steps=step, batch=batch)
     info = {
         "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(p).items()},
         "teachers": n, "records_per_teacher": m, "unused_records": data.n_train - n * m,
-        "synthetic_batch": batch, "affordable_steps": total, "steps": step, "stopped": stopped,
+        "synthetic_batch": batch, "affordable_steps": total, "steps": step,
         "mean_vote_density": float(np.mean(info_votes)) if info_votes else 0.0,
         "teacher": _TEACHER_NOTES[p.teacher],
     }
     hint = small_data_warning(config, p, total, data.n_train)
     if hint:
         info["hint"] = hint
-    result = TrainResult(x_out, y_out, priv, info, time.time() - t0)
-    yield Event("done", step, total, spent, result=result,
+    result = TrainResult(x_out, y_out, report, info, time.time() - t0, stopped=stopped)
+    yield Event("done", step, total, report.epsilon_spent, result=result,
                 message="stopped early" if stopped else f"{step} steps")
 
 

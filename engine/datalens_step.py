@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from engine.datalens_votes import topk_sto_sign
+
 
 def teacher_update(teachers, opt, x_real: torch.Tensor, y_real: torch.Tensor, fake: torch.Tensor) -> None:
     """One step of the teachers' GAN loss; x_real/fake (N, m, c, h, w), y_real (N, m).
@@ -38,8 +40,6 @@ def teacher_votes(teachers, x_syn: torch.Tensor, y_syn: torch.Tensor, top_k: int
     is min(max|g|, c) per teacher, as the official code; neither the clip nor the pooling
     changes what a vote is (k entries ±1), so the 2√k sensitivity is unchanged.
     """
-    from engine.datalens import topk_sto_sign
-
     n, batch = teachers.n, x_syn.shape[0]
     x_rep = x_syn.detach().unsqueeze(0).expand(n, *x_syn.shape).clone().requires_grad_()
     g_loss = F.softplus(-teachers(x_rep, y_syn.expand(n, batch))).mean(1).sum()

@@ -2,7 +2,8 @@
 
 Each function returns plain numpy arrays and numbers for plotting. Epsilons and noise
 multipliers come from `engine.privacy`; the aggregation noise in the voting demo comes
-from `engine.privacy.gaussian_noise`, like the real method's.
+from `engine.noise.gaussian_noise`, like the real method's (imported when drawn: torch is
+heavy, and the pages that only read a curve need none).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 
 import numpy as np
 
-from engine import privacy
+from engine import datalens_accounting, privacy
 from engine.errors import InputError
 
 # A toy dataset for "neighbouring datasets": ten people's scores in [0, 1]. Its
@@ -121,7 +122,11 @@ def top_k_voting(*, n_teachers: int = 50, dim: int = 40, top_k: int = 10, sigma:
         p_plus = 0.5 + g / (2 * clip)
         votes[t, idx] = np.where(rng.random(top_k) < p_plus, 1.0, -1.0)
     clean = votes.sum(0)
-    noise = privacy.gaussian_noise((dim,), sigma, dtype=privacy.torch.float64).numpy()
+    import torch
+
+    from engine.noise import gaussian_noise
+
+    noise = gaussian_noise((dim,), sigma, dtype=torch.float64).numpy()
     noisy = clean + noise
     threshold = beta * n_teachers
     released = np.where(np.abs(noisy) >= threshold, np.sign(noisy), 0.0)
@@ -173,6 +178,7 @@ def datalens_curve(*, top_k: int, sigma: float, batch: int, delta: float, max_st
     ts = _log_grid(1, int(max_steps), n_points)
     out = {"steps": ts}
     for acc in ("exact", "rdp"):
-        out[acc] = [privacy.datalens_epsilon(steps=t, top_k=top_k, sigma=sigma, batch=batch,
-                                             delta=delta, accountant=acc) for t in ts]
+        out[acc] = [datalens_accounting.spent_epsilon(steps=t, top_k=top_k, sigma=sigma,
+                                                      batch=batch, delta=delta, accountant=acc)
+                    for t in ts]
     return out

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from engine.privacy import gaussian_noise
+from engine.noise import gaussian_noise
 
 # Public bucket edges: 0, ±2^-10 … ±2^30 (covers micro-units to billions).
 _POWERS = 2.0 ** np.arange(-10, 31)

@@ -28,7 +28,8 @@ from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
 from engine.noise import snap
-from engine.privacy import Release, calibrate_releases, delta_warning, gaussian_noise
+from engine.noise import gaussian_noise
+from engine.privacy import PrivacyReport, Release, calibrate_releases, delta_warning
 
 
 # The official code's fixed Gaussian-kernel length scales (ℓ², pixels in [0, 1]).
@@ -148,12 +149,12 @@ def _release_plan(data: Dataset, params: Params) -> list[Release]:
     return _releases(params, data.n_train, heterogeneous=bool(cat), n_private_bounds=private)
 
 
-def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[dict, dict]:
+def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[PrivacyReport, dict]:
     """(privacy report, {release name: noise std}) for this run's releases; the one place
     training, the preview and engine/audit.py get their sigmas from."""
     report = calibrate_releases(epsilon=config.epsilon, delta=config.delta,
                                 releases=_release_plan(data, params), accountant=params.accountant)
-    return report, {r["name"]: r["sigma"] for r in report["releases"]}
+    return report, report.sigmas()
 
 
 def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
@@ -161,17 +162,17 @@ def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
     the run's cost on this machine (engine/dpmerf_cost.py: measured step rates).
     `params` are the run's validated Params (engine.registry.make_params)."""
     report, _ = _calibrate(config, data, params)
-    emb = report["releases"][-1]
+    emb = report.releases[-1]
     from engine import dpmerf_cost  # imports this module: import here, not at the top
     from engine.device import resolve_device
 
     device = resolve_device(config.device)
     projection, why = projection_precision(params.projection, device)
-    out = {"noise multiplier (sigma)": emb["noise_multiplier"],
-           "noise std per embedding entry": emb["sigma"],
+    out = {"noise multiplier (sigma)": emb.noise_multiplier,
+           "noise std per embedding entry": emb.sigma,
            **dpmerf_cost.estimate(config, data, params, device),
-           "releases": ", ".join(r["name"] for r in report["releases"]),
-           "accountant": report["accountant"],
+           "releases": ", ".join(r.name for r in report.releases),
+           "accountant": report.accountant,
            "faster with": "fewer epochs or random features (n_features)",
            "projection": f"{projection} ({why})" if data.kind == "image" else "float32"}
     warning = delta_warning(config.delta, data.n_train) if config.private else None
@@ -201,8 +202,8 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
 
     labelled = params.labels != "none"
     emb, label_probs = _release(plan, data, params, sigma, device, labelled)
-    yield Event("release", 0, 0, report["epsilon_spent"],
-                message=f"released {', '.join(sigma)} ({report['accountant']})")
+    yield Event("release", 0, 0, report.epsilon_spent,
+                message=f"released {', '.join(sigma)} ({report.accountant})")
 
     # Everything below sees only the released statistics: post-processing.
     gen = _make_generator(plan, data, params, n_classes if labelled else 0).to(device)
@@ -234,20 +235,20 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
         samples = None
         if step % params.sample_every == 0 or step == total:
             samples = _to_records(gen, data, plan, show_labels, params, device, labelled)
-        yield Event("train", step, total, report["epsilon_spent"], loss=loss.item(),
+        yield Event("train", step, total, report.epsilon_spent, loss=loss.item(),
                     samples=samples)
         if params.probe_every and step % params.probe_every == 0:
             from engine.evaluate import quick_probe
 
             x_p, y_p = _to_records(gen, data, plan, draw_labels(2000), params, device, labelled)
-            yield Event("probe", step, total, report["epsilon_spent"],
+            yield Event("probe", step, total, report.epsilon_spent,
                         metrics=quick_probe(x_p, y_p, data))
 
     n_syn = config.n_synthetic or m
     x_syn, y_syn = _to_records(gen, data, plan, draw_labels(n_syn), params, device, labelled)
     info = {
         "method": TITLE, "params": asdict(params), "steps": step,
-        "stopped": stopped, "length_scale": plan.length_scale,
+        "length_scale": plan.length_scale,
         # Which matmul path ran (bf16 is only fast on some hardware): see engine/device.py.
         "projection": projection if plan.kind == "image" else "float32",
         "projection_reason": projection_why if plan.kind == "image" else "tabular: float32",
@@ -259,8 +260,9 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
         info["numeric_bounds_source"] = plan.bounds_source
         info["category_domain_source"] = data.notes.get(
             "category_domain", "public metadata (fixed category lists)")
-    result = TrainResult(x_syn, y_syn, report, info, seconds=time.perf_counter() - t0)
-    yield Event("done", info["steps"], total, report["epsilon_spent"], result=result)
+    result = TrainResult(x_syn, y_syn, report, info, seconds=time.perf_counter() - t0,
+                         stopped=stopped)
+    yield Event("done", info["steps"], total, report.epsilon_spent, result=result)
 
 
 def generated_embedding(gen, plan: _Plan, params: Params, labels: torch.Tensor,

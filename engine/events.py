@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.privacy import PrivacyReport
+
 
 @dataclass
 class Event:
@@ -32,10 +34,16 @@ class Event:
 
 @dataclass
 class TrainResult:
-    """The final output of a run: released synthetic data plus how it was made private."""
+    """The final output of a run: released synthetic data plus how it was made private.
+
+    The contract every method meets (tests/test_method_contract.py): `privacy` is the
+    accountant's report of the releases as they ran (ε spent never above the target; ∞
+    with no noise when ε = ∞); `stopped` is True when `stop` was set before the last
+    step, and the result then holds what the run released so far."""
 
     x: np.ndarray  # images: (n, c, h, w) float32 in [0, 1]; tabular: (n, d) in raw units
     y: np.ndarray  # (n,) int64 labels
-    privacy: dict[str, Any]  # from engine.privacy: epsilon, delta, sigma(s), accountant
+    privacy: PrivacyReport  # engine.privacy: ε spent, δ, accountant, every release's σ
     info: dict[str, Any] = field(default_factory=dict)  # method facts for metrics.json
     seconds: float = 0.0
+    stopped: bool = False

@@ -8,7 +8,7 @@ public). The attacker knows everyone else's answers (the worst case DP covers), 
 two worlds differ by exactly the sensitivity: Δ = 1 for the count.
 
 The release runs through the real mechanism code: `engine.privacy.calibrate_releases` for
-σ at the chosen (ε, δ) and `engine.privacy.gaussian_noise` for the noise. The optimal
+σ at the chosen (ε, δ) and `engine.noise.gaussian_noise` for the noise. The optimal
 attacker is the likelihood-ratio test on the same release (Neyman–Pearson): with
 Gaussian noise it says "in" when the count exceeds the known others' count by more than
 Δ/2, which lands on the mechanism's own curve at its maximum-advantage point,
@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine import privacy, risk
-from engine.audit import clopper_pearson_upper
+from engine.audit_stats import clopper_pearson_upper
 from engine.errors import InputError
 
 PEOPLE = 20              # the target plus 19 others whose answers the attacker knows
@@ -43,7 +43,7 @@ FLAG_CONFIDENCE = 0.999  # a point is called outside its bound only beyond this 
 def _report(epsilon: float, delta: float) -> dict:
     return privacy.calibrate_releases(
         epsilon=epsilon, delta=delta,
-        releases=[privacy.Release("count of yes answers", SENSITIVITY)])
+        releases=[privacy.Release("count of yes answers", SENSITIVITY)]).to_dict()
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,9 @@ class Game:
         # The others' answers are the scene, not DP noise: any source will do.
         others = np.random.default_rng(secrets.randbits(63)).binomial(PEOPLE - 1, 0.5, size=n)
         count = others + member  # in: the target's "yes" counts; out: its stand-in's "no"
-        noise = np.asarray(privacy.gaussian_noise((n,), self.sigma), dtype=float)
+        from engine.noise import gaussian_noise  # torch: only when a game is played
+
+        noise = np.asarray(gaussian_noise((n,), self.sigma), dtype=float)
         return Rounds(member=member, others=others, release=count + noise)
 
 

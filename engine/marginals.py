@@ -15,7 +15,7 @@ change is at most √2 per histogram and per class-count vector (0 when the cell
 same), √(2(d+1)) for all of them together. Each histogram is one Gaussian release with
 sensitivity √2; engine.privacy composes the d column releases and the counts release
 exactly (ComposeGaussian), the counts taking `counts_share` of the budget. Noise comes
-from engine.privacy.gaussian_noise (OS entropy). The bins are public: equal-width on the
+from engine.noise.gaussian_noise (OS entropy). The bins are public: equal-width on the
 column's public bounds, the public power-of-two ladder of engine.dp_bounds for numeric
 columns without public bounds, the public category list for categoricals, [0, 1] for
 pixels. Clamping, thresholding, normalising and sampling are post-processing.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -35,7 +35,8 @@ from engine import dp_bounds
 from engine.dataset import Dataset
 from engine.events import Event, TrainResult
 from engine.params import check_knobs, knob
-from engine.privacy import ACCOUNTANTS, Release, calibrate_releases, delta_warning, gaussian_noise
+from engine.noise import gaussian_noise
+from engine.privacy import ACCOUNTANTS, PrivacyReport, Release, calibrate_releases, delta_warning
 
 TITLE = "Independent marginals"
 HISTOGRAM_SENSITIVITY = math.sqrt(2.0)  # one record moves one count per histogram
@@ -126,7 +127,7 @@ def column_counts(codes: np.ndarray, y: np.ndarray, sizes: list[int], n_classes:
 # ------------------------------------------------------------------- accounting
 
 
-def _calibrate(config, params: Params, n_columns: int) -> dict:
+def _calibrate(config, params: Params, n_columns: int) -> PrivacyReport:
     releases = [Release("class counts", HISTOGRAM_SENSITIVITY, share=params.counts_share),
                 Release("column histograms", HISTOGRAM_SENSITIVITY, count=n_columns,
                         share=1.0 - params.counts_share)]
@@ -138,13 +139,13 @@ def privacy_preview(config, params: Params, data: Dataset) -> dict:
     """The noise per count and what it meets: records per histogram cell on average."""
     columns = public_columns(data, params.bins)
     report = _calibrate(config, params, len(columns))
-    hist = report["releases"][1]
+    hist = report.releases[1]
     rows = data.n_classes if params.conditional else 1
     out = {"histograms": len(columns),
-           "noise multiplier per histogram": hist["noise_multiplier"],
-           "noise std per count": hist["sigma"],
+           "noise multiplier per histogram": hist.noise_multiplier,
+           "noise std per count": hist.sigma,
            "records per numeric bin (mean)": data.n_train / (rows * params.bins),
-           "accountant": report["accountant"],
+           "accountant": report.accountant,
            "hint": "Independent marginals keep each column's distribution"
                    f"{' within each class' if params.conditional else ''} and nothing else "
                    "(no relations between columns): a baseline for the other methods."}
@@ -159,12 +160,21 @@ def privacy_preview(config, params: Params, data: Dataset) -> dict:
 
 def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event]:
     """Release the histograms once, then sample records from them (post-processing).
-    One release and one sampling pass: there are no steps for `stop` to end early."""
+    One release and one sampling pass; `stop` set before the release ends the run with
+    nothing released (no records, ε 0)."""
     t0 = time.perf_counter()
     columns = public_columns(data, params.bins)
     sizes = [c.size for c in columns]
     report = _calibrate(config, params, len(columns))
-    sigma_counts, sigma_hist = (r["sigma"] for r in report["releases"])
+    if stop is not None and stop.is_set():
+        nothing = replace(report, epsilon_spent=0.0,
+                          releases=tuple(replace(r, count=0) for r in report.releases))
+        info = {"method": TITLE, "params": asdict(params), "steps": 0}
+        result = TrainResult(np.zeros((0, *data.x_train.shape[1:])), np.zeros(0, np.int64), nothing, info,
+                             seconds=time.perf_counter() - t0, stopped=True)
+        yield Event("done", 0, 1, 0.0, result=result, message="stopped before the release")
+        return
+    sigma_counts, sigma_hist = (r.sigma for r in report.releases)
     # The only code that reads private records: two Gaussian releases.
     counts = np.bincount(data.y_train, minlength=data.n_classes).astype(np.float64)
     counts = counts + _noise(counts.shape, sigma_counts)
@@ -172,9 +182,9 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     hist = column_counts(codes, data.y_train, sizes, data.n_classes, params.conditional)
     hist = hist + _noise(hist.shape, sigma_hist)
     del codes
-    spent = report["epsilon_spent"]
+    spent = report.epsilon_spent
     yield Event("release", 0, 1, spent, message=f"released {len(columns)} column histograms and "
-                                                 f"class counts ({report['accountant']})")
+                                                 f"class counts ({report.accountant})")
 
     # Post-processing from here: the noisy statistics only.
     rng = np.random.default_rng(config.seed)  # sampling randomness, not DP noise
@@ -185,10 +195,11 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     x = _draw(rng, y if params.conditional else np.zeros_like(y), cdf, columns, data)
     show = slice(0, min(100, n_out))
     yield Event("train", 1, 1, spent, samples=(x[show], y[show]))
-    info = {"method": TITLE, "params": asdict(params), "steps": 1, "stopped": False,
+    info = {"method": TITLE, "params": asdict(params), "steps": 1,
             "histograms": len(columns), "bins": sizes,
             "released_label_distribution": label_p.tolist()}
-    result = TrainResult(x, y.astype(np.int64), report, info, seconds=time.perf_counter() - t0)
+    result = TrainResult(x, y.astype(np.int64), report, info, seconds=time.perf_counter() - t0,
+                         stopped=False)
     yield Event("done", 1, 1, spent, result=result)
 
 

@@ -1,5 +1,7 @@
-"""Gaussian noise that is DP as computed in floating point (noise drawing; accounting is
-in engine/privacy.py, whose `gaussian_noise` delegates here).
+"""Gaussian noise that is DP as computed in floating point: the project's only noise
+drawing (accounting is engine/privacy.py, which imports no torch). Methods call
+`gaussian_noise` through this module (`noise.gaussian_noise(...)`, not a from-import), so
+the audit can record every draw (engine/audit_releases.py).
 
 Why not `torch.randn`: its CPU float32 path is Box–Muller on 24-bit uniforms, so the noise
 takes few, structured values (each pair's radius² is −2·log of a multiple of 2^-24). From
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import math
 import os
+import secrets
 from functools import lru_cache
 
 import numpy as np
@@ -82,6 +85,22 @@ def gaussian(shape, std: float, *, device="cpu", dtype=torch.float32) -> torch.T
     g = grid(std, dtype)
     k = rounded_gaussian(int(np.prod(shape, dtype=np.int64)), std / g)
     return torch.from_numpy((k * g).reshape(shape)).to(device=device, dtype=dtype)
+
+
+def gaussian_noise(shape, std: float, *, device="cpu", dtype=torch.float32) -> torch.Tensor:
+    """N(0, std²) noise rounded to a public power-of-two grid, from OS entropy: DP as
+    computed in floating point for statistics on that grid (module docstring). The one
+    entry every method calls."""
+    return gaussian(shape, std, device=device, dtype=dtype)
+
+
+def noise_generator(device: torch.device | str = "cpu") -> torch.Generator:
+    """A torch generator seeded from OS entropy, for noise that must not be predictable
+    (the audit's own draws). Model seeds may be fixed for reproducibility; such noise
+    never shares the model's generator and is never seeded from a config."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(secrets.randbits(63))  # os.urandom underneath
+    return gen
 
 
 # ------------------------------------------------------------------ the sampler

@@ -1,7 +1,9 @@
 """Privacy accounting for every method: calibrate noise, report epsilon spent.
 
-All epsilons in DP Synth Lab come from here, computed by autodp. Both methods release
-statistics with the Gaussian mechanism, so one vocabulary covers them:
+Pure accounting: no torch, nothing drawn (noise is engine/noise.py). All epsilons in DP
+Synth Lab come from here, computed by autodp; every method reports its releases as
+`NoisyRelease`s and gets back a `PrivacyReport`. Every method releases statistics with
+the Gaussian mechanism, so one vocabulary covers them:
 
 * a *release* is one Gaussian mechanism on a statistic with L2 sensitivity `Δ`
   (replace-one neighbouring datasets), noise std `σ = z·Δ`, where `z` is the
@@ -21,13 +23,11 @@ never a seed.
 from __future__ import annotations
 
 import math
-import secrets
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-import torch
 
 from engine.errors import InputError
 
@@ -42,29 +42,6 @@ ACCOUNTANTS = {
 # Calibration stops when the bracket is this tight, relative to z.
 _REL_TOL = 1e-6
 _Z_MAX = 1e7
-
-
-# --------------------------------------------------------------------------- noise
-
-
-def noise_generator(device: torch.device | str = "cpu") -> torch.Generator:
-    """A torch generator seeded from OS entropy, for DP noise only.
-
-    Model seeds may be fixed for reproducibility; DP noise must not be predictable, so
-    it never shares the model's generator and is never seeded from a config.
-    """
-    gen = torch.Generator(device=device)
-    gen.manual_seed(secrets.randbits(63))  # os.urandom underneath
-    return gen
-
-
-def gaussian_noise(shape, std: float, *, device="cpu", dtype=torch.float32) -> torch.Tensor:
-    """N(0, std²) noise rounded to a public power-of-two grid, from OS entropy: DP as
-    computed in floating point for statistics on that grid (engine/noise.py says why, and
-    what the sampler's own error costs). The one entry every method calls."""
-    from engine.noise import gaussian
-
-    return gaussian(shape, std, device=device, dtype=dtype)
 
 
 # ------------------------------------------------------------------ budget sanity
@@ -178,10 +155,12 @@ def _smallest_multiplier(eps, epsilon: float, *, lo: float, too_small: str) -> f
 
 # ------------------------------------------------------------ what methods call
 
+NON_PRIVATE = "none (non-private run: no noise added)"  # the accountant of an ε = ∞ run
+
 
 @dataclass(frozen=True)
 class Release:
-    """One Gaussian release of a statistic.
+    """One Gaussian release of a statistic, planned before its noise is known.
 
     `sensitivity` is its L2 sensitivity under replace-one; `count` how many times it is
     released; `share` its relative part of the budget (in GDP terms, μ² = 1/z²): a
@@ -195,85 +174,110 @@ class Release:
     share: float = 1.0
 
 
+@dataclass(frozen=True)
+class NoisyRelease:
+    """A release as it ran: `count` Gaussian mechanisms on a statistic of L2 sensitivity
+    `sensitivity`, each with noise std `sigma` (0 in a non-private run). The one thing
+    every method reports its noise through; ε is composed from these here, never by a
+    method. `noise_multiplier` is written to the report when the method calibrated it."""
+
+    name: str
+    sensitivity: float
+    count: int
+    sigma: float
+    noise_multiplier: float | None = None
+
+    @property
+    def multiplier(self) -> float:
+        """z = σ/Δ, as calibrated when known (0 for a non-private release: ε ∞)."""
+        if self.noise_multiplier is not None:
+            return self.noise_multiplier
+        return self.sigma / self.sensitivity if self.sensitivity else math.inf
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name, "sensitivity": self.sensitivity, "count": self.count}
+        if self.noise_multiplier is not None:
+            out["noise_multiplier"] = self.noise_multiplier
+        out["sigma"] = self.sigma
+        return out
+
+
+def releases_epsilon(releases, *, delta: float, accountant: str = "exact") -> float:
+    """ε at `delta` of NoisyReleases composed (∞ when any has no noise)."""
+    return composed_epsilon(tuple((r.multiplier, r.count) for r in releases),
+                            delta=delta, accountant=accountant)
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """What every method's final TrainResult carries: the releases as they ran and the ε
+    the accountant composed from them. `to_dict` is the "privacy" entry of metrics.json
+    (its keys are a stored format: the gallery and older runs read them).
+
+    `noise_multiplier` and `steps` are written only when set (DataLens: one multiplier
+    for every vote, and the iterations that ran)."""
+
+    epsilon_target: float
+    epsilon_spent: float
+    delta: float
+    accountant: str
+    releases: tuple[NoisyRelease, ...] = field(default_factory=tuple)
+    noise_multiplier: float | None = None
+    steps: int | None = None
+
+    def sigmas(self) -> dict[str, float]:
+        """{release name: noise std}."""
+        return {r.name: r.sigma for r in self.releases}
+
+    def to_dict(self) -> dict:
+        out = {"epsilon_target": self.epsilon_target, "epsilon_spent": self.epsilon_spent,
+               "delta": self.delta}
+        if self.noise_multiplier is not None:
+            out["noise_multiplier"] = self.noise_multiplier
+        out["accountant"] = self.accountant
+        out["releases"] = [r.to_dict() for r in self.releases]
+        if self.steps is not None:
+            out["steps"] = self.steps
+        return out
+
+
+def report(releases, *, epsilon_target: float, delta: float, accountant: str = "exact",
+           private: bool = True, **extra) -> PrivacyReport:
+    """The report of releases whose noise is fixed (e.g. DataLens's σ): ε composed by
+    `releases_epsilon`; ∞ for a non-private run. `extra`: PrivacyReport's optional fields."""
+    releases = tuple(releases)
+    if not private:
+        return PrivacyReport(epsilon_target, math.inf, delta, NON_PRIVATE, releases, **extra)
+    spent = releases_epsilon(releases, delta=delta, accountant=accountant)
+    return PrivacyReport(epsilon_target, spent, delta, ACCOUNTANTS[accountant], releases, **extra)
+
+
 def calibrate_releases(*, epsilon: float, delta: float, releases: list[Release],
-                       accountant: str = "exact") -> dict:
+                       accountant: str = "exact") -> PrivacyReport:
     """Noise for a fixed set of releases so that their composition meets (ε, δ).
 
     Gaussian mechanisms compose additively in 1/z² (exactly for GDP, and for RDP too),
     so we calibrate one equivalent multiplier z* and give release i the multiplier
     z_i = z*·√(count_i / share_i). The composed ε is then recomputed by autodp and
-    nudged up if rounding put it a hair over the target. Returns the report that goes
-    into metrics.json.
+    nudged up if rounding put it a hair over the target.
     """
     if not releases:
         raise InputError("calibrate_releases needs at least one release.")
     total_share = sum(r.share for r in releases)
+
+    def noisy(multipliers: list[float]) -> tuple[NoisyRelease, ...]:
+        return tuple(NoisyRelease(r.name, r.sensitivity, r.count, z * r.sensitivity, z)
+                     for r, z in zip(releases, multipliers))
+
     if math.isinf(epsilon):
-        zs = [0.0] * len(releases)
-        spent, used = math.inf, "none (non-private run: no noise added)"
-    else:
-        z_star = calibrate_noise_multiplier(epsilon=epsilon, delta=delta, accountant=accountant)
-        zs = [z_star * math.sqrt(r.count * total_share / r.share) for r in releases]
-
-        def spent_for(multipliers: list[float]) -> float:
-            return composed_epsilon(tuple((z, r.count) for z, r in zip(multipliers, releases)),
-                                    delta=delta, accountant=accountant)
-
-        while (spent := spent_for(zs)) > epsilon:
-            zs = [z * (1 + 1e-6) for z in zs]
-        used = ACCOUNTANTS[accountant]
-    return {
-        "epsilon_target": epsilon,
-        "epsilon_spent": spent,
-        "delta": delta,
-        "accountant": used,
-        "releases": [
-            {"name": r.name, "sensitivity": r.sensitivity, "count": r.count,
-             "noise_multiplier": z, "sigma": z * r.sensitivity}
-            for r, z in zip(releases, zs)
-        ],
-    }
-
-
-def datalens_noise_multiplier(*, sigma: float, top_k: int) -> float:
-    """DataLens vote vectors: one record's aggregate changes by at most 2√k in L2
-    (one teacher's k-sparse ±1 vector flips), so z = σ / (2√k)."""
-    return sigma / (2.0 * math.sqrt(top_k))
-
-
-def datalens_epsilon(*, steps: int, top_k: int, sigma: float, batch: int, delta: float,
-                     accountant: str = "exact") -> float:
-    """ε after `steps` iterations, each releasing `batch` noisy vote vectors."""
-    z = datalens_noise_multiplier(sigma=sigma, top_k=top_k)
-    return epsilon_for(z, delta=delta, compositions=steps * batch, accountant=accountant)
-
-
-@lru_cache(maxsize=1024)
-def datalens_affordable_steps(*, epsilon: float, delta: float, top_k: int, sigma: float,
-                              batch: int, accountant: str = "exact",
-                              max_steps: int = 10**7) -> int:
-    """The largest number of iterations whose ε stays within the budget (0 if none)."""
-    if math.isinf(epsilon):
-        return max_steps
-
-    def fits(t: int) -> bool:
-        return datalens_epsilon(steps=t, top_k=top_k, sigma=sigma, batch=batch, delta=delta,
-                                accountant=accountant) <= epsilon
-
-    if not fits(1):
-        return 0
-    lo, hi = 1, 2
-    while hi <= max_steps and fits(hi):
-        lo, hi = hi, hi * 2
-    if hi > max_steps:
-        return max_steps
-    while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+        return report(noisy([0.0] * len(releases)), epsilon_target=epsilon, delta=delta,
+                      private=False)
+    z_star = calibrate_noise_multiplier(epsilon=epsilon, delta=delta, accountant=accountant)
+    zs = [z_star * math.sqrt(r.count * total_share / r.share) for r in releases]
+    while (out := report(noisy(zs), epsilon_target=epsilon, delta=delta,
+                         accountant=accountant)).epsilon_spent > epsilon:
+        zs = [z * (1 + 1e-6) for z in zs]
+    return out
 
 
 # ------------------------------------------------------------ hypothesis testing

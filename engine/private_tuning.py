@@ -13,7 +13,7 @@ Picking the best of twenty runs by their real accuracy leaks more than any one r
    scored on the validation part by a noisy count of correct predictions of a
    classifier trained on its synthetic data: sensitivity 1 (`SCORE_SENSITIVITY`: one
    replaced validation record changes one prediction's correctness), Gaussian noise of
-   the same multiplier z (`engine.privacy.gaussian_noise`).
+   the same multiplier z (`engine.noise.gaussian_noise`).
    The two parts are disjoint, so a replaced record moves either the training or the
    score, never both: one candidate is one Gaussian mechanism of multiplier z
    (parallel composition, Gaussian DP).
@@ -142,7 +142,9 @@ def correct_count(predictions: np.ndarray, labels: np.ndarray) -> int:
 
 def noisy_accuracy(correct: int, n_validation: int, multiplier: float) -> float:
     """The released score: (count + N(0, (z·Δ)²)) / m; m is public (replace-one)."""
-    noise = float(privacy.gaussian_noise((), multiplier * SCORE_SENSITIVITY, dtype=_f64()))
+    from engine.noise import gaussian_noise  # torch: imported where noise is drawn
+
+    noise = float(gaussian_noise((), multiplier * SCORE_SENSITIVITY, dtype=_f64()))
     return (correct + noise) / n_validation
 
 
@@ -320,7 +322,7 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
                      "validation_records": int(len(y_val)),
                      "score_sensitivity": SCORE_SENSITIVITY,
                      "score_noise_std": plan.multiplier * SCORE_SENSITIVITY / len(y_val)},
-        "privacy": result.privacy, "accuracy": scores,
+        "privacy": result.privacy.to_dict(), "accuracy": scores,
         "disclosures": {"not private": {"accuracy": "NOT private: measured on the real test "
                                         "records without noise (a diagnostic)"},
                         "covered by epsilon": "the released candidate's synthetic data, "

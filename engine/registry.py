@@ -18,8 +18,16 @@ A method module must define
     settings that will not learn) and "hint" a teaching note;
   - `train(config, params, data, device, stop) -> Iterator[Event]`: `params` are the
     validated Params from `make_params` (built once per run by engine.runner); yields
-    Events and ends with one whose `result` is a TrainResult; checks `stop.is_set()`
-    between steps.
+    Events and ends with one whose `result` is an `engine.events.TrainResult`:
+      `privacy`: an `engine.privacy.PrivacyReport` of the releases as they ran, its ε
+      composed by engine.privacy (never by the method), ≤ config.epsilon, equal to
+      what `privacy_preview` announced for a run that is not stopped; with ε = ∞ no
+      noise is drawn and ε spent is ∞;
+      `stopped`: True when `stop.is_set()` (checked between steps) ended the run early;
+      the result then holds what was released so far, and no crash;
+      every noise draw goes through `engine.noise.gaussian_noise`, and every release
+      has an audit in engine/audit.py's METHOD_AUDITS.
+    tests/test_method_contract.py checks this for every method listed here.
 Modules are imported lazily so listing methods stays cheap, and no method imports this
 module (the runner hands it its params).
 """

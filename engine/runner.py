@@ -8,7 +8,6 @@ synthetic.csv (tabular), samples.png.
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from dataclasses import dataclass
@@ -151,11 +150,11 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
                              "reason": f"{type(exc).__name__}: {exc}".rstrip(": ")})
         raise
     if charge is not None:  # the actual releases replace the planned charge
-        book.settle(charge, result.privacy)
+        book.settle(charge, result.privacy.to_dict())
         metrics["ledger"] = book.summary_for(charge)
         _write_metrics(out, metrics)
     yield Event("cancelled" if metrics["status"] == "cancelled" else "done", last.step,
-                last.total, result.privacy.get("epsilon_spent", math.inf),
+                last.total, result.privacy.epsilon_spent,
                 metrics=metrics["accuracy"], result=result, message=metrics["status"])
 
 
@@ -173,7 +172,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     if result is None:
         raise RuntimeError("the trainer ended without a result")
     train_seconds = time.perf_counter() - t0
-    cancelled = bool(result.info.get("stopped"))
+    cancelled = result.stopped
 
     write_synthetic(out, result, data)
     write_samples_png(out / "samples.png", result, data)
@@ -183,7 +182,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         from engine.evaluate import full_evaluation
 
         # Fitting the classifiers takes a while (minutes on 60k images): say so first.
-        yield Event("evaluate", last.step, last.total, result.privacy.get("epsilon_spent", math.inf),
+        yield Event("evaluate", last.step, last.total, result.privacy.epsilon_spent,
                     message="evaluating on the real test split")
 
         scores = full_evaluation(result.x, result.y, data, seed=config.seed, device=str(device))
@@ -195,10 +194,10 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         "dataset": config.dataset,
         "private": config.private,
         "epsilon_target": jsonable(config.epsilon),
-        "epsilon_spent": jsonable(result.privacy.get("epsilon_spent", math.inf)),
+        "epsilon_spent": jsonable(result.privacy.epsilon_spent),
         "delta": config.delta,
-        "accountant": result.privacy.get("accountant"),
-        "privacy": jsonable(result.privacy),
+        "accountant": result.privacy.accountant,
+        "privacy": jsonable(result.privacy.to_dict()),
         "accuracy": scores,
         "seconds": {"train": round(train_seconds, 3), "evaluate": round(time.perf_counter() - t1, 3),
                     "total": round(time.perf_counter() - t0, 3),
@@ -207,7 +206,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
                     "predicted": prepared.preview.get("estimated seconds")},
         "n_train": data.n_train, "n_test": len(data.y_test), "n_synthetic": len(result.y),
         "device": str(device),
-        "info": jsonable(result.info),
+        "info": jsonable({**result.info, "stopped": result.stopped}),  # as metrics.json had it
         "disclosures": disclosures(data, scores),
         "warnings": warnings_for(config, data),
     }

@@ -8,7 +8,7 @@ default, each with `cores // slots` threads (small runs barely gain from a secon
 but two small runs side by side take half the time of two in a row).
 
 A second run starts beside a running one only when memory allows: each run's cost preview
-formula (engine/dpmerf_cost.memory_gb, engine/datalens_cost.memory_bytes) is read for the
+formula (engine/dpmerf_cost.memory_gb, engine/datalens_memory.memory_bytes) is read for the
 run, and the sum over the slots must stay under 90 % of the machine's memory and the new
 run under 90 % of what is available now. `DPSYNTH_SLOTS` overrides the slot count.
 No data leaves this module: it reads public shapes only, so it costs no privacy.
@@ -103,7 +103,7 @@ def _memory_gb(config) -> float | None:
 
             return float(memory_gb(data, params, config.n_synthetic or data.n_train))
         if config.method == "datalens":
-            from engine.datalens_cost import memory_bytes
+            from engine.datalens_memory import memory_bytes
 
             need = memory_bytes(params, data.image_shape, data.n_classes, data.n_train)["total"]
             return BASELINE_GB + need / 1e9

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import demos, privacy, risk
+from engine import datalens_accounting, demos, privacy, risk
 from engine.errors import InputError
 from ui.choices import DELTA_CHOICES
 from ui.common import line_figure, show_input_error
@@ -108,14 +108,14 @@ with tab3:
                                  key="acc_dl_eps")
     delta3 = float(st.select_slider("δ  ", DELTA_CHOICES, value="1e-5", key="acc_dl_delta"))
     try:
-        steps = {acc: privacy.datalens_affordable_steps(
+        steps = {acc: datalens_accounting.affordable_steps(
             epsilon=eps_target, delta=delta3, top_k=int(k), sigma=float(sig),
             batch=int(batch), accountant=acc) for acc in ("exact", "rdp")}
         a, b, c_ = st.columns(3)
         a.metric("steps affordable (exact)", f"{steps['exact']:,}")
         b.metric("steps affordable (RDP)", f"{steps['rdp']:,}")
         c_.metric("noise multiplier σ/(2√k)",
-                  f"{privacy.datalens_noise_multiplier(sigma=float(sig), top_k=int(k)):.4g}")
+                  f"{datalens_accounting.noise_multiplier(sigma=float(sig), top_k=int(k)):.4g}")
         horizon = max(10, 2 * max(steps.values()) if max(steps.values()) else 100)
         curve = _datalens(int(k), float(sig), int(batch), delta3, int(min(horizon, 10**6)))
         fig = line_figure({"exact (tight)": (curve["steps"], curve["exact"]),
@@ -145,7 +145,7 @@ with tab4:
         if delta4 > 0 and eps4 > 0:
             # One Gaussian release calibrated to this (ε, δ), as DP-MERF releases its summary.
             own = risk.for_report(privacy.calibrate_releases(
-                epsilon=eps4, delta=delta4, releases=[privacy.Release("one statistic", 1.0)]))
+                epsilon=eps4, delta=delta4, releases=[privacy.Release("one statistic", 1.0)]).to_dict())
             st.markdown(f"**One Gaussian release at this (ε, δ)** (μ = Δ/σ = {own.mu:.3g}), "
                         "whose own curve is tighter:")
             summary_metrics(own)

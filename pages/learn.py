@@ -6,7 +6,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import datalens, demos
+from engine import demos
+from engine.datalens_params import DIGITS_MEASURED
 from ui.choices import DELTA_CHOICES, EPSILON_CHOICES, privacy_in_words
 from ui.common import line_figure, session_id, store
 from ui.game_view import game_panel, room_panel
@@ -132,7 +133,7 @@ with t3:
                "drowns the votes.")
 
 with t4:
-    dig = datalens.DIGITS_MEASURED
+    dig = DIGITS_MEASURED
     st.markdown(
         f"- **Small image data (digits, {dig['records']:,} training records):** use DP-MERF. "
         f"At ε = 1 it reaches about {dig['DP-MERF at epsilon=1']} downstream accuracy. "

@@ -41,3 +41,23 @@ def _own_store_home(tmp_path_factory):
         patch.setenv("DPSYNTH_HOME", str(tmp_path_factory.mktemp("dpsynth-home")))
     yield
     patch.undo()
+
+
+@pytest.fixture(scope="session")
+def breast_cancer():
+    from engine.data import load
+
+    return load("breast_cancer")
+
+
+@pytest.fixture(scope="session")
+def fashion_mnist():
+    """Fashion-MNIST when this machine has it (the Debian dataset package, or a copy under
+    DPSYNTH_DATA); never downloaded at test time."""
+    from engine.data import load_fashion_mnist
+    from engine.errors import InputError
+
+    try:
+        return load_fashion_mnist(download=False)
+    except InputError as err:
+        pytest.skip(f"Fashion-MNIST is not on this machine ({err})")

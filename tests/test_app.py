@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import datalens, demos, privacy
+from engine import datalens, datalens_accounting, demos, privacy
 from engine.errors import InputError
 from engine.config import RunConfig
+from engine.datalens_params import DIGITS_MEASURED
 from engine.records import RunRecord, RunStatus
 from engine.render import class_rows
 from engine.store import RunStore
@@ -254,7 +255,7 @@ def test_accountant_numbers_come_from_engine_privacy(runs_root):
     at.radio(key="acc_mode").set_value("σ → find ε").run()
     assert float(metric(at, "ε (exact)")) == pytest.approx(
         privacy.epsilon_for(5.0, delta=1e-5), rel=1e-3)
-    steps = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=200,
+    steps = datalens_accounting.affordable_steps(epsilon=1.0, delta=1e-5, top_k=200,
                                               sigma=5000.0, batch=15)
     assert int(metric(at, "steps affordable (exact)").replace(",", "")) == steps
     keys = {c.key for c in at.get("plotly_chart")}
@@ -270,7 +271,7 @@ def test_learn_page_demos_move_with_their_sliders(runs_root):
     after = next(c.value for c in at.caption if c.value.startswith("σ ="))
     assert before != after
     # The digits figures are the engine's measured ones, not a second copy in the page.
-    cnn10 = datalens.DIGITS_MEASURED["CNN at epsilon=10"]
+    cnn10 = DIGITS_MEASURED["CNN at epsilon=10"]
     assert any("DataLens stays near chance" in m.value and f"CNN reaches about {cnn10}" in m.value
                for m in at.markdown)
 

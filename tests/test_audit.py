@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine import audit
+from engine import audit, audit_stats
 from engine import features as fx
+from engine import datalens_accounting
 from engine import privacy as P
 from engine.registry import METHODS
 
@@ -105,12 +106,12 @@ def test_calibrate_releases_meets_budget_by_an_independent_count(eps, delta):
     rel = [P.Release("bounds", 7.7, share=0.1), P.Release("counts", math.sqrt(2), share=0.05),
            P.Release("embedding", 2 / 1000, share=0.85)]
     rep = P.calibrate_releases(epsilon=eps, delta=delta, releases=rel)
-    zs = [(r["noise_multiplier"], r["count"]) for r in rep["releases"]]
+    zs = [(r.noise_multiplier, r.count) for r in rep.releases]
     z_eff = sum(n / z**2 for z, n in zs) ** -0.5
     independent = _gauss_eps(z_eff, delta)
     assert independent <= eps * (1 + 1e-9)  # the budget is met, says dp-accounting
     assert independent > eps * 0.999  # ... and not wasted
-    assert rep["epsilon_spent"] == pytest.approx(independent, rel=REL_EXACT)
+    assert rep.epsilon_spent == pytest.approx(independent, rel=REL_EXACT)
 
 
 @pytest.mark.parametrize("steps,k,sigma,batch,delta", [
@@ -121,7 +122,7 @@ def test_datalens_epsilon_against_dp_accounting(steps, k, sigma, batch, delta):
 
     z = sigma / (2 * math.sqrt(k))  # one record moves one teacher's k-sparse ±1 vote
     t = steps * batch
-    ours = P.datalens_epsilon(steps=steps, top_k=k, sigma=sigma, batch=batch, delta=delta)
+    ours = datalens_accounting.spent_epsilon(steps=steps, top_k=k, sigma=sigma, batch=batch, delta=delta)
     assert ours == pytest.approx(_gauss_eps(z / math.sqrt(t), delta), rel=REL_EXACT)
     assert ours >= _pld([(dp_event.GaussianDpEvent(z), t)], delta) - PLD_SLACK
 
@@ -136,15 +137,15 @@ def test_calibration_never_overshoots_by_an_independent_count():
 
 
 def test_clopper_pearson_and_bound_math():
-    assert audit.clopper_pearson_upper(0, 100, 0.05) == pytest.approx(1 - 0.05 ** (1 / 100))
-    assert audit.clopper_pearson_upper(100, 100, 0.05) == 1.0
+    assert audit_stats.clopper_pearson_upper(0, 100, 0.05) == pytest.approx(1 - 0.05 ** (1 / 100))
+    assert audit_stats.clopper_pearson_upper(100, 100, 0.05) == 1.0
     # The inequality itself: FPR = e^-2 (1 − FNR) with δ = 0 means ε = 2.
-    assert audit.epsilon_from_rates(math.exp(-2) * 0.5, 0.5, 0.0) == pytest.approx(2.0)
-    assert audit.epsilon_from_rates(0.5, 0.5, 0.0) == 0.0
+    assert audit_stats.epsilon_from_rates(math.exp(-2) * 0.5, 0.5, 0.0) == pytest.approx(2.0)
+    assert audit_stats.epsilon_from_rates(0.5, 0.5, 0.0) == 0.0
     # More trials with the same rates give a higher (sharper) bound, never above the rates'.
-    lo = audit.epsilon_lower_bound(10, 1000, 500, 1000, delta=0.0)
-    hi = audit.epsilon_lower_bound(100, 10000, 5000, 10000, delta=0.0)
-    assert lo < hi < audit.epsilon_from_rates(0.01, 0.5, 0.0)
+    lo = audit_stats.epsilon_lower_bound(10, 1000, 500, 1000, delta=0.0)
+    hi = audit_stats.epsilon_lower_bound(100, 10000, 5000, 10000, delta=0.0)
+    assert lo < hi < audit_stats.epsilon_from_rates(0.01, 0.5, 0.0)
 
 
 def test_audit_of_identical_outputs_finds_nothing():
@@ -268,8 +269,8 @@ def _overlapping_partition(mp):
 
 def _one_extra_step(mp):
     """An off-by-one in the stopping rule's search: one step past the budget."""
-    real = P.datalens_affordable_steps
-    mp.setattr(P, "datalens_affordable_steps", lambda **kw: real(**kw) + 1)
+    real = datalens_accounting.affordable_steps
+    mp.setattr(datalens_accounting, "affordable_steps", lambda **kw: real(**kw) + 1)
 
 
 def _dpmerf_module():

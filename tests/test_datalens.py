@@ -13,8 +13,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import datalens, privacy
+from engine import datalens, datalens_accounting, datalens_votes, privacy
 from engine.config import RunConfig
+from engine.datalens_params import DIGITS_MEASURED
 from engine.data import Dataset, load
 from engine.errors import InputError
 from engine.registry import make_params
@@ -54,7 +55,7 @@ def _preview(cfg, data):
 def test_topk_sto_sign_exactly_k_signs(rows, d, data):
     k = data.draw(st.integers(1, d))
     g = torch.randn(rows, d) * 1e-5
-    v = datalens.topk_sto_sign(g, k, 1e-5)
+    v = datalens_votes.topk_sto_sign(g, k, 1e-5)
     assert v.dtype == torch.int8 and v.shape == g.shape
     assert ((v != 0).sum(-1) == k).all()
     assert set(v.unique().tolist()) <= {-1, 0, 1}
@@ -70,7 +71,7 @@ def test_topk_sto_sign_is_unbiased_inside_the_clip():
     c = 2e-5
     g = torch.tensor([1.9e-5, -1.5e-5, 1.0e-5, -0.5e-5, 0.2e-5, 0.0])  # all |g| ≤ c, k = d
     reps = 40_000
-    v = datalens.topk_sto_sign(g.expand(reps, -1), 6, c).float()
+    v = datalens_votes.topk_sto_sign(g.expand(reps, -1), 6, c).float()
     est = v.mean(0) * c  # E[vote]·c = g
     se = c / math.sqrt(reps)  # worst-case std error of the mean
     assert torch.allclose(est, g, atol=5 * se), (est, g)
@@ -78,7 +79,7 @@ def test_topk_sto_sign_is_unbiased_inside_the_clip():
 
 def test_topk_sto_sign_clips_outside():
     g = torch.tensor([[5.0, -5.0, 0.1]])
-    v = datalens.topk_sto_sign(g.expand(500, -1), 2, 1.0)
+    v = datalens_votes.topk_sto_sign(g.expand(500, -1), 2, 1.0)
     assert (v[:, 0] == 1).all() and (v[:, 1] == -1).all() and (v[:, 2] == 0).all()
 
 
@@ -140,10 +141,10 @@ def test_one_record_moves_the_vote_sum_by_at_most_2_sqrt_k(n, d, data):
     """Replace-one: the record's teacher may vote anything; the others are unchanged."""
     k = data.draw(st.integers(1, d))
     scale = data.draw(st.sampled_from([1e-8, 1.0, 1e4]))
-    votes = datalens.topk_sto_sign(torch.randn(n, 3, d) * scale, k, scale)
+    votes = datalens_votes.topk_sto_sign(torch.randn(n, 3, d) * scale, k, scale)
     changed = votes.clone()
     i = data.draw(st.integers(0, n - 1))
-    changed[i] = datalens.topk_sto_sign(torch.randn(3, d) * data.draw(st.floats(1e-6, 1e6)), k, 1e-3)
+    changed[i] = datalens_votes.topk_sto_sign(torch.randn(3, d) * data.draw(st.floats(1e-6, 1e6)), k, 1e-3)
     diff = (changed.sum(0, dtype=torch.float32) - votes.sum(0, dtype=torch.float32))  # (records, d)
     assert (diff.norm(dim=-1) <= 2 * math.sqrt(k) + 1e-5).all()
 
@@ -172,12 +173,12 @@ def test_preview_digits_has_hint_and_exact_steps(digits):
     cfg = RunConfig(method="datalens", dataset="digits", epsilon=1.0)
     prev = _preview(cfg, digits)
     p = datalens.Params.for_data(digits)
-    want = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma,
+    want = datalens_accounting.affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma,
                                              batch=digits.n_train // p.teachers)
     assert prev["affordable steps"] == min(want, p.max_steps)
     # The small-data caution comes from the run's own numbers (95 teachers), not the name.
     assert "near chance" in prev["warning"] and f"{p.teachers} teachers" in prev["warning"]
-    assert f"{datalens.DIGITS_MEASURED['CNN at epsilon=10']} at epsilon=10 (" in prev["warning"]
+    assert f"{DIGITS_MEASURED['CNN at epsilon=10']} at epsilon=10 (" in prev["warning"]
     assert prev["accountant"] == privacy.ACCOUNTANTS["exact"]
     rdp = _preview(replace(cfg, params={"accountant": "rdp"}), digits)
     assert rdp["accountant"] == privacy.ACCOUNTANTS["rdp"]
@@ -200,14 +201,14 @@ def test_preview_warns_when_delta_is_not_below_one_over_n(digits):
 def test_tiny_run_end_to_end_respects_the_budget(digits):
     cfg, events = _run(digits, epsilon=1.0)
     p = make_params("datalens", digits, cfg.params)
-    afford = privacy.datalens_affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma, batch=5)
+    afford = datalens_accounting.affordable_steps(epsilon=1.0, delta=1e-5, top_k=p.top_k, sigma=p.sigma, batch=5)
     assert 2 <= afford < 40  # the setting is sized so the budget, not max_steps, stops it
     train = [e for e in events if e.phase == "train"]
     assert [e.step for e in train] == list(range(1, afford + 1))
     eps = [e.epsilon_spent for e in train]
     assert all(a < b for a, b in zip(eps, eps[1:])) and eps[-1] <= 1.0
     # the next step would have exceeded the budget
-    assert privacy.datalens_epsilon(steps=afford + 1, top_k=p.top_k, sigma=p.sigma, batch=5, delta=1e-5) > 1.0
+    assert datalens_accounting.spent_epsilon(steps=afford + 1, top_k=p.top_k, sigma=p.sigma, batch=5, delta=1e-5) > 1.0
     assert all(e.total == afford for e in train)
     shown = [e.samples for e in train if e.samples is not None]
     assert shown and shown[0][0].shape == (100, 1, 8, 8) and shown[0][1].shape == (100,)
@@ -216,10 +217,10 @@ def test_tiny_run_end_to_end_respects_the_budget(digits):
     r = done.result
     assert r.x.shape == (50, 1, 8, 8) and r.x.dtype == np.float32 and 0 <= r.x.min() and r.x.max() <= 1
     assert r.y.shape == (50,) and np.bincount(r.y, minlength=10).tolist() == [5] * 10
-    assert r.privacy["steps"] == afford and r.privacy["epsilon_spent"] == pytest.approx(eps[-1])
-    assert r.privacy["releases"][0]["count"] == afford * 5
-    assert r.privacy["releases"][0]["sensitivity"] == pytest.approx(2 * math.sqrt(6))
-    assert r.info["stopped"] is False and r.info["unused_records"] == digits.n_train - 300
+    assert r.privacy.steps == afford and r.privacy.epsilon_spent == pytest.approx(eps[-1])
+    assert r.privacy.releases[0].count == afford * 5
+    assert r.privacy.releases[0].sensitivity == pytest.approx(2 * math.sqrt(6))
+    assert r.stopped is False and r.info["unused_records"] == digits.n_train - 300
 
 
 def test_stop_is_honoured(digits):
@@ -232,16 +233,16 @@ def test_stop_is_honoured(digits):
             stop.set()
     assert [e.step for e in events if e.phase == "train"] == [1, 2]
     done = events[-1]
-    assert done.phase == "done" and done.result.info["stopped"] is True
-    assert done.result.privacy["steps"] == 2 and done.result.x.shape == (20, 1, 8, 8)
+    assert done.phase == "done" and done.result.stopped is True
+    assert done.result.privacy.steps == 2 and done.result.x.shape == (20, 1, 8, 8)
 
 
 def test_non_private_run_uses_fixed_steps_and_no_noise(digits):
     cfg, events = _run(digits, epsilon=math.inf, max_steps=3)
     assert [e.step for e in events if e.phase == "train"] == [1, 2, 3]
     r = events[-1].result
-    assert r.privacy["noise_multiplier"] == 0.0 and r.privacy["releases"][0]["sigma"] == 0.0
-    assert math.isinf(r.privacy["epsilon_spent"])
+    assert r.privacy.noise_multiplier == 0.0 and r.privacy.releases[0].sigma == 0.0
+    assert math.isinf(r.privacy.epsilon_spent)
 
 
 @pytest.mark.parametrize("student_steps", [1, 3])
@@ -284,7 +285,7 @@ def test_extra_student_steps_reuse_each_release(digits, monkeypatch):
         aggregates.clear(), student_updates.clear()
         _, events = _run(digits, epsilon=10.0, max_steps=4, student_steps=steps)
         report = events[-1].result.privacy
-        assert len(aggregates) == report["steps"] == 4
+        assert len(aggregates) == report.steps == 4
         assert len(student_updates) == steps * 4
         reports[steps] = report
     assert reports[1] == reports[3]
@@ -341,7 +342,7 @@ def test_unpool_gives_every_pixel_its_blocks_vote():
 def test_vote_pool_trains_and_is_validated(digits):
     _, events = _run(digits, epsilon=1.0, vote_pool=2, top_k=4, sigma=40.0)
     r = events[-1].result
-    assert r.privacy["steps"] > 0 and r.x.shape == (50, 1, 8, 8) and np.isfinite(r.x).all()
+    assert r.privacy.steps > 0 and r.x.shape == (50, 1, 8, 8) and np.isfinite(r.x).all()
     base = replace(datalens.Params.for_data(digits), vote_pool=2)
     with pytest.raises(InputError, match="top_k=17 is above the 16"):
         replace(base, top_k=17).validate(digits)  # 8×8 in 2×2 blocks: 16 coordinates
@@ -432,8 +433,8 @@ def test_one_synthetic_record_per_step_trains(digits):
     statistics, and the accounting still counts one release per step."""
     _, events = _run(digits, epsilon=10.0, batch=1, max_steps=2)
     r = events[-1].result
-    assert r.info["synthetic_batch"] == 1 and r.privacy["releases"][0]["count"] == r.privacy["steps"]
-    assert r.privacy["steps"] >= 1 and np.isfinite(r.x).all()
+    assert r.info["synthetic_batch"] == 1 and r.privacy.releases[0].count == r.privacy.steps
+    assert r.privacy.steps >= 1 and np.isfinite(r.x).all()
     prev = _preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0,
                               params={"teachers": digits.n_train, "records_per_teacher": None}), digits)
     assert prev["synthetic records per step"] == 1 and prev["estimated s / iteration"] > 0

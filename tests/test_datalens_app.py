@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from engine import datalens_cost
+from engine import datalens_memory
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -28,7 +28,7 @@ def test_estimates_show_and_train_is_enabled(monkeypatch, tmp_path):
 
 
 def test_a_run_that_cannot_fit_disables_train_with_the_reason(monkeypatch, tmp_path):
-    monkeypatch.setattr(datalens_cost, "machine_memory", lambda device: 1_000_000)  # a 1 MB machine
+    monkeypatch.setattr(datalens_memory, "machine_memory", lambda device: 1_000_000)  # a 1 MB machine
     at = _playground(monkeypatch, tmp_path)
     assert not at.exception
     assert any("DataLens needs" in e.value and "this machine has 0 GB" in e.value for e in at.error)

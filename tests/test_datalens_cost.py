@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine import datalens, datalens_cost
+from engine import datalens, datalens_memory
 from engine.config import RunConfig
 from engine.data import Dataset, load
 from engine.errors import InputError
@@ -35,7 +35,7 @@ _MEASURE = textwrap.dedent("""
     from engine import datalens
     from engine.config import RunConfig
     from engine.data import Dataset
-    from engine.datalens_cost import memory_bytes
+    from engine.datalens_memory import memory_bytes
     from engine.registry import make_params
     n = 12000
     rng = np.random.default_rng(0)
@@ -78,7 +78,7 @@ def test_memory_estimate_is_within_30_percent_of_the_measured_peak():
 @pytest.mark.parametrize("n", [1000, 5000, 60000])
 def test_derived_defaults_fit_under_the_memory_limit(n):
     p = datalens.Params.derived(n, (1, 28, 28))
-    need = datalens_cost.memory_bytes(p, (1, 28, 28), 10, n)["total"]
+    need = datalens_memory.memory_bytes(p, (1, 28, 28), 10, n)["total"]
     assert need <= 8e9  # the defaults' budget, under this 24 GB machine and most laptops
     assert p.partition_size(n) == 15 and p.teachers == min(4000, n // 15)
     # the paper's noise-to-teachers ratio and noise multiplier, voting on 2×2 blocks
@@ -103,7 +103,7 @@ def test_defaults_follow_the_data_not_the_name():
 
 def test_a_large_image_set_gets_fewer_teachers_not_more_memory():
     p = datalens.Params.derived(60000, (3, 64, 64))
-    assert datalens_cost.memory_bytes(p, (3, 64, 64), 10, 60000)["total"] <= 8e9
+    assert datalens_memory.memory_bytes(p, (3, 64, 64), 10, 60000)["total"] <= 8e9
     assert 1 < p.teachers < 4000 and p.partition_size(60000) == 15
 
 
@@ -147,7 +147,7 @@ def test_preview_states_cost_before_training():
 
 
 def test_refusal_compares_with_the_device_memory(monkeypatch):
-    monkeypatch.setattr(datalens_cost, "machine_memory", lambda device: 10e9)
-    assert datalens_cost.refusal(8e9, torch.device("cpu")) is None
-    line = datalens_cost.refusal(36e9, torch.device("cpu"))
+    monkeypatch.setattr(datalens_memory, "machine_memory", lambda device: 10e9)
+    assert datalens_memory.refusal(8e9, torch.device("cpu")) is None
+    line = datalens_memory.refusal(36e9, torch.device("cpu"))
     assert line.startswith("DataLens needs ~36.0 GB, this machine has 10 GB")

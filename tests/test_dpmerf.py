@@ -53,8 +53,8 @@ def test_digits_end_to_end_writes_artifacts(tmp_path):
 def test_non_private_run_learns_and_is_flagged(digits):
     config = RunConfig(epsilon=math.inf, params={**TINY_DPMERF, "epochs": 30})
     _, result = run(config, digits)
-    assert result.privacy["epsilon_spent"] == math.inf
-    assert result.privacy["releases"][0]["sigma"] == 0
+    assert result.privacy.epsilon_spent == math.inf
+    assert result.privacy.releases[0].sigma == 0
     from engine.evaluate import fit_and_score
 
     acc = fit_and_score("logreg", result.x, result.y, digits)["accuracy"]
@@ -78,9 +78,9 @@ def test_class_counts_variant_follows_noisy_counts(digits):
     data = _imbalanced(digits)
     config = RunConfig(epsilon=5.0, n_synthetic=4000, params={**TINY_DPMERF, "labels": "counts"})
     _, result = run(config, data)
-    names = [r["name"] for r in result.privacy["releases"]]
+    names = [r.name for r in result.privacy.releases]
     assert names == ["class counts", "mean embedding"]
-    assert result.privacy["epsilon_spent"] <= 5.0
+    assert result.privacy.epsilon_spent <= 5.0
     share0 = np.mean(result.y == 0)
     assert share0 < 0.04  # 15 of ~1,300 records are zeros; labels follow the noisy counts
     assert abs(np.mean(result.y == 1) - np.mean(data.y_train == 1)) < 0.05
@@ -100,10 +100,10 @@ def test_breast_cancer_bounds_are_released_privately(tmp_path):
                        params={"n_features": 200, "epochs": 5, "batch_size": 100})
     events = list(execute(config, tmp_path, full_eval=False))
     result = events[-1].result
-    assert [r["name"] for r in result.privacy["releases"]] == [
+    assert [r.name for r in result.privacy.releases] == [
         "numeric bounds histogram", "class counts", "mean embedding"]
     assert "DP release" in result.info["numeric_bounds_source"]
-    assert result.privacy["epsilon_spent"] <= 1.0
+    assert result.privacy.epsilon_spent <= 1.0
     import pandas as pd
 
     frame = pd.read_csv(tmp_path / "synthetic.csv")
@@ -125,11 +125,11 @@ def test_csv_without_bounds_spends_budget_on_them(tmp_path):
                        params={"n_features": 100, "epochs": 3, "batch_size": 50})
     events = list(execute(config, tmp_path / "run", full_eval=True))
     result = events[-1].result
-    names = [r["name"] for r in result.privacy["releases"]]
+    names = [r.name for r in result.privacy.releases]
     assert names == ["numeric bounds histogram", "class counts", "mean embedding"]
-    assert result.privacy["epsilon_spent"] <= 2.0
+    assert result.privacy.epsilon_spent <= 2.0
     assert "DP release" in result.info["numeric_bounds_source"]
-    assert result.privacy["releases"][-1]["sensitivity"] == pytest.approx(2 * math.sqrt(2) / 240)
+    assert result.privacy.releases[-1].sensitivity == pytest.approx(2 * math.sqrt(2) / 240)
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert "synthetic/logreg/roc_auc" in metrics["accuracy"]
     out = pd.read_csv(tmp_path / "run" / "synthetic.csv")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine import marginals, privacy
+from engine import marginals, noise, privacy
 from engine.config import RunConfig
 from engine.data import load
 from engine.dataset import Column, Dataset
@@ -104,7 +104,7 @@ def test_binning_reads_each_record_alone():
 
 def test_the_noise_added_is_the_noise_accounted_and_stays_within_epsilon(monkeypatch):
     stds = []
-    real_noise = privacy.gaussian_noise
+    real_noise = noise.gaussian_noise
 
     def spy(shape, std, **kw):
         stds.append(std)
@@ -114,7 +114,7 @@ def test_the_noise_added_is_the_noise_accounted_and_stays_within_epsilon(monkeyp
     data = load("breast_cancer")
     events = _run(RunConfig(method="marginals", dataset="breast_cancer", epsilon=1.0), data)
     report = events[-1].result.privacy
-    counts, hist = report["releases"]
+    counts, hist = (r.to_dict() for r in report.releases)
     d = len(data.columns)
     assert (counts["count"], hist["count"]) == (1, d)
     assert counts["sensitivity"] == hist["sensitivity"] == pytest.approx(math.sqrt(2))
@@ -123,7 +123,7 @@ def test_the_noise_added_is_the_noise_accounted_and_stays_within_epsilon(monkeyp
     eps = privacy.composed_epsilon(((counts["noise_multiplier"], 1), (hist["noise_multiplier"], d)),
                                    delta=1e-5)
     assert eps <= 1.0 and eps == pytest.approx(1.0, rel=1e-3)
-    assert report["epsilon_spent"] <= 1.0
+    assert report.epsilon_spent <= 1.0
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     # dp-accounting's PLD agrees: the composition is the single Gaussian with 1/z² summed.
@@ -158,7 +158,7 @@ def test_non_private_marginals_match_the_data_per_class():
     data = _table(4000)
     config = RunConfig(method="marginals", dataset="t", epsilon=math.inf, n_synthetic=4000)
     r = _run(config, data)[-1].result
-    assert r.privacy["epsilon_spent"] == math.inf and r.privacy["releases"][1]["sigma"] == 0
+    assert r.privacy.epsilon_spent == math.inf and r.privacy.releases[1].sigma == 0
     for c in (0, 1):
         real, syn = data.x_train[data.y_train == c], r.x[r.y == c]
         assert abs(len(syn) / 4000 - len(real) / 4000) < 0.03
@@ -183,7 +183,7 @@ def test_images_are_drawn_pixel_by_pixel(digits):
     r = events[-1].result
     assert r.x.shape == (50, 1, 8, 8) and r.x.dtype == np.float32
     assert 0 <= r.x.min() and r.x.max() <= 1
-    assert r.info["histograms"] == 64 and 0.999 <= r.privacy["epsilon_spent"] <= 1.0
+    assert r.info["histograms"] == 64 and 0.999 <= r.privacy.epsilon_spent <= 1.0
 
 
 def test_defaults_follow_the_data_and_validation_names_the_fix(digits):

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from engine import audit, noise, privacy
+from engine import audit, noise
 
 torch.set_num_threads(1)
 
 
 def _torch_randn(shape, std, **kw):
     """The sampler before issue 28: float32 torch.randn from an OS-seeded generator."""
-    gen = privacy.noise_generator("cpu")
+    gen = noise.noise_generator("cpu")
     return torch.randn(tuple(shape), generator=gen, dtype=torch.float32) * std
 
 
@@ -29,14 +29,14 @@ def test_box_muller_trace_is_in_torch_randn_and_not_in_ours(std):
     assert pairs > 300 and old > 0.9  # the old sampler is caught
     for dtype in (torch.float32, torch.float64):
         pairs, new = audit.box_muller_trace(
-            privacy.gaussian_noise((100_000,), std, dtype=dtype).numpy(), std)
+            noise.gaussian_noise((100_000,), std, dtype=dtype).numpy(), std)
         assert pairs > 300 and new < 0.35, (dtype, new)  # ≈ 0.2: no trace
 
 
 def _vote_release(sampler, monkeypatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """DataLens's real `top_agg` on integer vote sums with `sampler` as the noise; returns
     the noisy sum it thresholded (recorded), the exact sum, a neighbour's sum, σ."""
-    from engine import datalens
+    from engine import datalens, datalens_votes
 
     sigma, drawn = 300.0, []
 
@@ -44,7 +44,7 @@ def _vote_release(sampler, monkeypatch) -> tuple[np.ndarray, np.ndarray, np.ndar
         drawn.append(sampler(shape, std, **kw))
         return drawn[-1]
 
-    monkeypatch.setattr(privacy, "gaussian_noise", recording)
+    monkeypatch.setattr(datalens_votes, "gaussian_noise", recording)
     votes = torch.zeros(4, 100_000, dtype=torch.int8)
     votes[0], votes[1, ::3] = 1, -1
     total = votes.sum(0, dtype=torch.float32)
@@ -54,7 +54,7 @@ def _vote_release(sampler, monkeypatch) -> tuple[np.ndarray, np.ndarray, np.ndar
         neighbour.double().numpy(), sigma
 
 
-@pytest.mark.parametrize("sampler,caught", [(_torch_randn, True), (privacy.gaussian_noise, False)],
+@pytest.mark.parametrize("sampler,caught", [(_torch_randn, True), (noise.gaussian_noise, False)],
                          ids=["old torch.randn", "engine.noise"])
 def test_floating_point_attack_on_a_real_release(monkeypatch, sampler, caught):
     """The attack itself: guess the exact statistic, look for the sampler's trace in the
@@ -93,7 +93,7 @@ def test_sampler_draws_the_rounded_gaussian(s):
 def test_noise_is_on_its_public_grid_and_integer_releases_are_exact(std, dtype):
     g = noise.grid(std, dtype)
     assert g <= 1 and math.log2(g) == int(math.log2(g))  # a power of two: integers on it
-    z = privacy.gaussian_noise((50_000,), std, dtype=dtype)
+    z = noise.gaussian_noise((50_000,), std, dtype=dtype)
     assert z.dtype == dtype
     k = z.double() / g
     assert torch.equal(k, torch.round(k))
@@ -110,7 +110,7 @@ def test_snapped_release_is_exact_and_moves_each_value_by_half_a_step_at_most():
     g = noise.grid(std, torch.float64)
     snapped = noise.snap(x.float(), std)
     assert float((snapped - x.float().double()).abs().max()) <= g / 2
-    noisy = snapped + privacy.gaussian_noise(x.shape, std, dtype=torch.float64)
+    noisy = snapped + noise.gaussian_noise(x.shape, std, dtype=torch.float64)
     k = noisy / g
     assert torch.equal(k, torch.round(k))  # on the grid, whatever x's low bits were
     # The grid is fine against σ (the docstring's sensitivity slack uses it).
@@ -120,16 +120,16 @@ def test_snapped_release_is_exact_and_moves_each_value_by_half_a_step_at_most():
 def test_noise_is_never_seeded_and_zero_std_is_zeros():
     torch.manual_seed(0)
     np.random.seed(0)
-    a = privacy.gaussian_noise((1000,), 1.0)
+    a = noise.gaussian_noise((1000,), 1.0)
     torch.manual_seed(0)
     np.random.seed(0)
-    b = privacy.gaussian_noise((1000,), 1.0)
+    b = noise.gaussian_noise((1000,), 1.0)
     assert not torch.equal(a, b)
-    assert torch.equal(privacy.gaussian_noise((3, 2), 0.0, dtype=torch.float64),
+    assert torch.equal(noise.gaussian_noise((3, 2), 0.0, dtype=torch.float64),
                        torch.zeros(3, 2, dtype=torch.float64))
-    assert privacy.gaussian_noise(torch.Size([2, 5]), 3.0).shape == (2, 5)
+    assert noise.gaussian_noise(torch.Size([2, 5]), 3.0).shape == (2, 5)
     with pytest.raises(ValueError, match="finite"):
-        privacy.gaussian_noise((2,), -1.0)
+        noise.gaussian_noise((2,), -1.0)
 
 
 def test_noise_bench_tiny_configuration_runs():

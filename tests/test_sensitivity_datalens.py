@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine import datalens, privacy
+from engine import datalens, datalens_accounting, datalens_votes
 
 TOL = 1e-5
 values = st.one_of(st.floats(-1e6, 1e6, allow_nan=False, width=32),
@@ -63,7 +63,7 @@ def test_replace_one_moves_the_vote_sum_by_at_most_2_sqrt_k(n, d, batch, data):
     # data did not change then casts exactly the same vote.
     def votes(xx, yy):
         g = torch.Generator().manual_seed(7)
-        return datalens.topk_sto_sign(_teacher_grads(xx, yy, parts, w), k, clip, gen=g)
+        return datalens_votes.topk_sto_sign(_teacher_grads(xx, yy, parts, w), k, clip, gen=g)
 
     v1, v2 = votes(x, y), votes(x2, y2)
     changed = (v1 != v2).flatten(1).any(1)
@@ -74,7 +74,7 @@ def test_replace_one_moves_the_vote_sum_by_at_most_2_sqrt_k(n, d, batch, data):
     bound = 2 * math.sqrt(k)
     assert (diff.norm(dim=-1) <= bound + TOL).all()
     # ... and the accountant is told exactly this bound.
-    assert privacy.datalens_noise_multiplier(sigma=bound, top_k=k) == 1.0
+    assert datalens_accounting.noise_multiplier(sigma=bound, top_k=k) == 1.0
 
 
 def test_bound_is_attained_by_a_flipped_vote():
@@ -82,10 +82,10 @@ def test_bound_is_attained_by_a_flipped_vote():
     k, d = 5, 9
     g = torch.zeros(3, 1, d)
     g[:, :, :k] = 1.0
-    a = datalens.topk_sto_sign(g, k, 1.0)
+    a = datalens_votes.topk_sto_sign(g, k, 1.0)
     g2 = g.clone()
     g2[0] = -g2[0]
-    b = datalens.topk_sto_sign(g2, k, 1.0)
+    b = datalens_votes.topk_sto_sign(g2, k, 1.0)
     diff = a.sum(0, dtype=torch.float32) - b.sum(0, dtype=torch.float32)
     assert abs(float(diff.double().norm()) - 2 * math.sqrt(k)) < 1e-9
 

@@ -1,0 +1,160 @@
+"""What every registered method must do (engine/registry.py's contract), checked for each
+method in `engine.registry.METHODS`: a method added later is covered without a line here.
+
+A tiny run on the first tiny dataset the method accepts: it ends with a TrainResult and
+a PrivacyReport within budget, its noise is the noise accounted; a stop before (or at)
+the first step ends it cleanly; ε = ∞ draws no noise and reports ∞; the preview
+announces the noise the run then reports; the method has an audit through its run path
+(run by tests/test_audit.py).
+"""
+
+import math
+import threading
+
+import pytest
+
+from conftest import TINY_DPMERF
+from engine import audit, noise
+from engine.config import RunConfig
+from engine.errors import InputError
+from engine.events import TrainResult
+from engine.privacy import NON_PRIVATE, PrivacyReport
+from engine.registry import METHODS, get_method, make_params
+
+# Seconds per run on two cores; a method without an entry runs with its defaults.
+TINY = {
+    "dpmerf": {**TINY_DPMERF, "epochs": 2},
+    "datalens": dict(teachers=60, records_per_teacher=5, top_k=6, sigma=80.0, beta=0.3,
+                     latent=8, teacher_widths=[4, 8, 16], student_widths=[32, 8],
+                     first_teacher_steps=2, teacher_steps=1, sample_every=2, max_steps=3),
+}
+N_SYNTHETIC = 30
+EPSILON = 1.0
+
+
+@pytest.fixture
+def setup(request, digits, breast_cancer):
+    """(config at ε = 1, validated params, data) on the first dataset the method takes."""
+    method = request.param
+    over = TINY.get(method, {})
+    for data in (digits, breast_cancer):
+        try:
+            params = make_params(method, data, over)
+        except InputError:
+            continue
+        config = RunConfig(method=method, dataset=data.name, epsilon=EPSILON,
+                           n_synthetic=N_SYNTHETIC, params=over)
+        return config, params, data
+    pytest.fail(f"{method} accepts neither digits nor breast_cancer")
+
+
+def _methods():
+    return pytest.mark.parametrize("setup", list(METHODS), indirect=True)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The std of every noise draw, recorded where all of them go (engine/noise.py)."""
+    stds, real = [], noise.gaussian
+
+    def recording(shape, std, **kw):
+        stds.append(float(std))
+        return real(shape, std, **kw)
+
+    monkeypatch.setattr(noise, "gaussian", recording)
+    return stds
+
+
+def _run(config, params, data, stop=None, stop_at_first_event=False):
+    stop = stop or threading.Event()
+    events = []
+    for event in get_method(config.method).train(config, params, data, "cpu", stop):
+        events.append(event)
+        if stop_at_first_event:
+            stop.set()
+    return events
+
+
+def _result(events) -> TrainResult:
+    last = events[-1]
+    assert last.phase == "done" and isinstance(last.result, TrainResult), last
+    assert isinstance(last.result.privacy, PrivacyReport)
+    return last.result
+
+
+@_methods()
+def test_a_tiny_run_ends_with_a_result_within_budget_and_its_noise_accounted(setup, drawn):
+    config, params, data = setup
+    events = _run(config, params, data)
+    result = _result(events)
+    report = result.privacy
+    assert result.stopped is False
+    assert len(result.x) == len(result.y) == N_SYNTHETIC
+    assert 0 < report.epsilon_spent <= EPSILON
+    assert all(e.epsilon_spent <= EPSILON for e in events)
+    assert report.releases and all(r.sigma > 0 and r.count > 0 for r in report.releases)
+    # every draw is one of the reported releases' noise, and every release was drawn
+    sigmas = {r.sigma for r in report.releases}
+    assert drawn and all(any(math.isclose(s, t, rel_tol=1e-12) for t in sigmas) for s in drawn)
+    assert all(any(math.isclose(s, t, rel_tol=1e-12) for s in drawn) for t in sigmas)
+    assert set(report.to_dict()) >= {"epsilon_target", "epsilon_spent", "delta", "accountant",
+                                     "releases"}
+
+
+@_methods()
+def test_a_stop_set_before_the_first_step_ends_the_run_stopped(setup):
+    config, params, data = setup
+    stop = threading.Event()
+    stop.set()
+    result = _result(_run(config, params, data, stop))
+    assert result.stopped is True
+    assert result.privacy.epsilon_spent <= EPSILON
+
+
+@_methods()
+def test_a_stop_at_the_first_event_ends_the_run_cleanly(setup):
+    config, params, data = setup
+    events = _run(config, params, data, stop_at_first_event=True)
+    result = _result(events)
+    assert result.privacy.epsilon_spent <= EPSILON
+    if not result.stopped:  # only a run with nothing left after its first event may finish
+        assert events[-1].step == events[-1].total
+
+
+@_methods()
+def test_epsilon_infinity_draws_no_noise_and_reports_infinity(setup, drawn):
+    config, params, data = setup
+    config = RunConfig(method=config.method, dataset=config.dataset, epsilon=math.inf,
+                       n_synthetic=N_SYNTHETIC, params=config.params)
+    report = _result(_run(config, params, data)).privacy
+    assert math.isinf(report.epsilon_spent) and report.accountant == NON_PRIVATE
+    assert all(r.sigma == 0 for r in report.releases)
+    assert all(s == 0 for s in drawn)
+
+
+@_methods()
+def test_the_preview_announces_the_noise_the_run_reports(setup):
+    config, params, data = setup
+    preview = get_method(config.method).privacy_preview(config, params, data)
+    report = _result(_run(config, params, data)).privacy
+    multipliers = {r.multiplier for r in report.releases} | {report.noise_multiplier}
+    stds = {r.sigma for r in report.releases}
+    announced = 0
+    for key, value in preview.items():
+        if "noise multiplier" in key:
+            assert any(math.isclose(value, z, rel_tol=1e-12) for z in multipliers if z), key
+            announced += 1
+        elif "noise std" in key:
+            assert any(math.isclose(value, s, rel_tol=1e-12) for s in stds), key
+            announced += 1
+    assert announced, f"{config.method}'s preview states no noise"
+    assert preview["accountant"] == report.accountant
+    if "affordable steps" in preview:
+        assert preview["affordable steps"] == report.steps
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_the_method_has_an_audit_through_its_run_path(method):
+    names = audit.METHOD_AUDITS.get(method, ())
+    assert names, f"{method} has no audit (engine/audit.py METHOD_AUDITS)"
+    assert all(n in audit.RELEASES for n in names)
