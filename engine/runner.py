@@ -221,7 +221,7 @@ def _cnn_events(result: TrainResult, data, config, device, last: Event):
     the CNN is the slow part of scoring images (minutes on 60k), so it shows progress."""
     from engine.evaluate import cnn_scores
 
-    eps = result.privacy.get("epsilon_spent", math.inf)
+    eps = result.privacy.epsilon_spent
     fits = cnn_scores(result.x, result.y, data, seed=config.seed, device=str(device))
     while True:
         try:
