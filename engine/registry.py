@@ -14,8 +14,11 @@ A method module must define
   - `privacy_preview(config, params, data) -> dict`: what the app and CLI show before
     training (no private data touched). Numbers are drawn as metrics; the optional keys
     "estimated memory (GB)", "estimated s / iteration", "estimated seconds" are the cost,
-    "refuse" a one-line reason the run cannot start here, "warning" a caution (a weak δ,
-    settings that will not learn) and "hint" a teaching note;
+    "refuse" a one-line reason the run cannot start here, "warning" a caution (settings
+    that will not learn; the δ warning is added for every method by engine/preview.py)
+    and "hint" a teaching note. engine/preview.from_method turns it into the typed
+    Preview the page and the CLI read (engine.runner.preview); a method whose cost is
+    timed on this machine may instead name its cost module in COSTS below;
   - `train(config, params, data, device, stop) -> Iterator[Event]`: `params` are the
     validated Params from `make_params` (built once per run by engine.runner); yields
     Events and ends with one whose `result` is a TrainResult; checks `stop.is_set()`
@@ -37,6 +40,14 @@ METHODS: dict[str, str] = {
     "dpmerf": "engine.dpmerf",
     "datalens": "engine.datalens",
     "marginals": "engine.marginals",
+}
+
+
+# Methods whose cost is timed by a module of its own: `estimate(config, data, params,
+# device, time_here=...) -> dict` of the cost keys above. Kept apart from the method so
+# the web server can leave the timing to another process (engine/cost_probe.py).
+COSTS: dict[str, str] = {
+    "dpmerf": "engine.dpmerf_cost",
 }
 
 
@@ -67,3 +78,15 @@ def make_params(method: str, dataset, overrides: dict | None = None):
             f"known: {', '.join(sorted(known))}."
         )
     return replace(params, **(overrides or {})).validate(dataset)
+
+
+def estimate_cost(config, dataset, params, *, time_here: bool = True) -> dict:
+    """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none.
+    `time_here=False`: never time in this process (see engine/cost_probe.py)."""
+    if config.method not in COSTS:
+        return {}
+    from engine.device import resolve_device
+
+    module = importlib.import_module(COSTS[config.method])
+    return module.estimate(config, dataset, params, resolve_device(config.device),
+                           time_here=time_here)
