@@ -46,7 +46,7 @@ def _load() -> float:
 
 
 def _cores() -> int:
-    from engine.slots import cores
+    from engine.processes import cores
 
     return cores()
 

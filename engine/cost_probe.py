@@ -30,6 +30,21 @@ _lock = threading.Lock()
 _started: dict[object, tuple[float, subprocess.Popen]] = {}
 
 
+def away(config: RunConfig) -> dict:
+    """The web server's timing arguments for engine/registry.estimate_cost: the threads
+    a trainer slot gets, and `away(cache, key)`, which reads the cached rates (stale
+    ones too: better than none while the new ones come) and, when none is fresh, asks
+    for a probe of `config`."""
+    from engine.slots import plan
+
+    def lookup(cache, key):
+        rates, fresh = cache.peek(key)
+        if not fresh:
+            request(key, config)
+        return rates
+    return {"threads": plan().threads, "away": lookup}
+
+
 def request(key: object, config: RunConfig) -> bool:
     """Start timing `config`'s cost in a process of its own, unless one for `key` runs
     or ran less than RETRY_S ago. True when a process was started."""
@@ -53,7 +68,7 @@ def measure(config: RunConfig) -> dict:
 
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     params = make_params(config.method, data, config.params)
-    return estimate_cost(config, data, params, time_here=True)
+    return estimate_cost(config, data, params)
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,7 @@ seconds are corrected by the measured / timed ratio of this store's finished run
 calibration touches no private data (the release chunk is uniform noise of the data's
 shape), so it costs no privacy. Measured "now": on a loaded machine the estimate is
 slower, as the run will be. Timing is training, which the web server never does: there
-the rates come from engine/cost_probe.py's process (`time_here=False`); the CLI and the
+the rates come from engine/cost_probe.py's process (`away`); the CLI and the
 trainers time in their own process.
 
 Memory is a formula, not a measurement: the largest arrays the run holds at once (the
@@ -46,23 +46,18 @@ def _rate_key(data: Dataset, params: "dpmerf.Params", projection: str, device,
             threads)
 
 
-def measured_rates(data: Dataset, params: "dpmerf.Params", device, *, config=None,
-                   time_here: bool = True) -> dict[str, float] | None:
-    """Seconds per training step, per released record and per sampled record (cached).
-    `time_here=False` (the web server): the cached rates, stale or not, or None; when
-    none is fresh, engine/cost_probe.py times `config` in a process of its own."""
+def measured_rates(data: Dataset, params: "dpmerf.Params", device, *,
+                   threads: int | None = None, away=None) -> dict[str, float] | None:
+    """Seconds per training step, per released record and per sampled record (cached),
+    for a run with `threads` torch threads (default: this process's). `away(cache, key)`
+    (engine/cost_probe.away, the web server) answers instead of timing here: the cached
+    rates, or None while another process times them."""
     projection, _ = dpmerf.projection_precision(params.projection, device)
-    if time_here:
-        key = _rate_key(data, params, projection, device, torch.get_num_threads())
-        return _RATES.get(key, lambda: _calibrate(data, params, projection, torch.device(device)))
-    from engine import cost_probe
-    from engine.slots import plan
-
-    key = _rate_key(data, params, projection, device, plan().threads)  # a trainer's threads
-    rates, fresh = _RATES.peek(key)
-    if not fresh and config is not None:
-        cost_probe.request(key, config)
-    return rates
+    key = _rate_key(data, params, projection, device,
+                    torch.get_num_threads() if threads is None else threads)
+    if away is not None:
+        return away(_RATES, key)
+    return _RATES.get(key, lambda: _calibrate(data, params, projection, torch.device(device)))
 
 
 def _warm_min(work, repeats: int = _REPEATS) -> float:
@@ -132,15 +127,16 @@ def _calibrate(data: Dataset, params, projection: str, device: torch.device) -> 
             "sample_per_record": sample_s}
 
 
-def estimate(config, data: Dataset, params, device, *, time_here: bool = True) -> dict:
+def estimate(config, data: Dataset, params, device, *, threads: int | None = None,
+             away=None) -> dict:
     """The preview's cost keys: steps, seconds (whole training: release, steps,
-    sampling; not the evaluation) and memory in GB. Without rates yet (`time_here=False`
-    and the probe still running) the seconds are missing and the basis says "measuring…"."""
+    sampling; not the evaluation) and memory in GB. Without rates yet (`away` given and
+    the probe still running) the seconds are missing and the basis says "measuring…"."""
     m = data.n_train
     steps = max(1, math.ceil(params.epochs * m / params.batch_size))
     n_syn = config.n_synthetic or m
     cost = {"estimated steps": steps, "estimated memory (GB)": memory_gb(data, params, n_syn)}
-    rates = measured_rates(data, params, device, config=config, time_here=time_here)
+    rates = measured_rates(data, params, device, threads=threads, away=away)
     if rates is None:
         return {**cost, cost_cache.BASIS_KEY: MEASURING}
     seconds = (m * rates["release_per_record"] + steps * rates["step"]

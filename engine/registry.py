@@ -44,7 +44,7 @@ METHODS: dict[str, str] = {
 
 
 # Methods whose cost is timed by a module of its own: `estimate(config, data, params,
-# device, time_here=...) -> dict` of the cost keys above. Kept apart from the method so
+# device, threads=None, away=None) -> dict` of the cost keys above. Kept apart from the method so
 # the web server can leave the timing to another process (engine/cost_probe.py).
 COSTS: dict[str, str] = {
     "dpmerf": "engine.dpmerf_cost",
@@ -80,13 +80,12 @@ def make_params(method: str, dataset, overrides: dict | None = None):
     return replace(params, **(overrides or {})).validate(dataset)
 
 
-def estimate_cost(config, dataset, params, *, time_here: bool = True) -> dict:
+def estimate_cost(config, dataset, params, **timing) -> dict:
     """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none.
-    `time_here=False`: never time in this process (see engine/cost_probe.py)."""
+    `timing`: `threads` and `away`, where not to time (engine/cost_probe.away)."""
     if config.method not in COSTS:
         return {}
     from engine.device import resolve_device
 
     module = importlib.import_module(COSTS[config.method])
-    return module.estimate(config, dataset, params, resolve_device(config.device),
-                           time_here=time_here)
+    return module.estimate(config, dataset, params, resolve_device(config.device), **timing)

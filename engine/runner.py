@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from engine import data as datasets
-from engine import ledger, private_tuning
+from engine import cost_probe, ledger, private_tuning
 from engine.config import RunConfig
 from engine.device import resolve_device
 from engine.errors import InputError
@@ -52,8 +52,9 @@ def preview(config: RunConfig, data: datasets.Dataset, *, params=None,
     config.validate()
     method = get_method(config.method)
     params = params if params is not None else make_params(config.method, data, config.params)
+    timing = {} if time_here else cost_probe.away(config)
     raw = {**method.privacy_preview(config, params, data),
-           **estimate_cost(config, data, params, time_here=time_here)}
+           **estimate_cost(config, data, params, **timing)}
     return from_method(raw, config, data.n_train)
 
 
