@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import fields, replace
+import json
+from dataclasses import asdict, fields, replace
 from types import ModuleType
 
 from engine.errors import InputError
@@ -89,3 +90,29 @@ def estimate_cost(config, dataset, params, **timing) -> dict:
 
     module = importlib.import_module(COSTS[config.method])
     return module.estimate(config, dataset, params, resolve_device(config.device), **timing)
+
+
+def resolved_settings(config, params) -> str:
+    """What a run trains with, as canonical JSON: the config (method, dataset, seed, ε,
+    δ, ...) with `params` the method's every Params field after the dataset's defaults
+    and the overrides (a Params, or the dict a run's metrics.json "info" kept). Reuse
+    matches on this, never on the overrides alone: a run made before a default changed
+    is not handed back for the new default (engine/store.find_finished)."""
+    from engine.jsonsafe import jsonable
+
+    settings = config.to_dict()
+    settings["params"] = asdict(params) if not isinstance(params, dict) else dict(params)
+    return json.dumps(jsonable(settings), sort_keys=True)
+
+
+def settings_for(config) -> str | None:
+    """`resolved_settings` of `config` on its dataset (loaded here); None when they
+    cannot be resolved (a private search job, or settings the run itself will refuse):
+    such a request is never answered with an older run."""
+    from engine import data as datasets
+
+    try:  # a private search's params (engine/private_tuning.SPEC) are no method's: None
+        data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
+        return resolved_settings(config, make_params(config.method, data, config.params))
+    except InputError:
+        return None

@@ -45,6 +45,7 @@ from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.processes import OWNER, process_token
+from engine.registry import resolved_settings
 from engine.records import (ACTIVE, TERMINAL, RunRecord, RunStatus, metrics_from_file,
                             numeric_metrics)
 
@@ -104,18 +105,22 @@ class RunStore:
 
     # ------------------------------------------------------------------ writes
     def create_run(self, config: RunConfig, *, sweep: str | None = None,
-                   session: str | None = None, device: str = "cpu") -> str:
+                   session: str | None = None, device: str = "cpu",
+                   settings: str | None = None) -> str:
         """Register a new run as QUEUED on `device`'s queue, save its config, make its
-        artifact folder. `session` is the browser session that owns it (None: nobody's)."""
+        artifact folder. `session` is the browser session that owns it (None: nobody's);
+        `settings` its resolved settings (engine/registry.settings_for), which reuse
+        matches on (None: never reused)."""
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         now = time.time()
         eps = config.epsilon if math.isfinite(config.epsilon) else None
         self._exec(
             "INSERT INTO runs (id, created, heartbeat, status, method, dataset, epsilon, "
-            "delta, seed, sweep, config, owner, session, device) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "delta, seed, sweep, config, owner, session, device, settings) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, now, now, RunStatus.QUEUED.value, config.method, config.dataset, eps,
-             config.delta, int(config.seed), sweep, config.to_json(), OWNER, session, device),
+             config.delta, int(config.seed), sweep, config.to_json(), OWNER, session, device,
+             settings),
         )
         d = self.artifact_dir(run_id)
         d.mkdir(parents=True, exist_ok=True)
@@ -278,7 +283,12 @@ class RunStore:
     def import_finished(self, run_id: str, config: RunConfig, *, metrics: dict,
                         sweep: str, message: str) -> bool:
         """Register a run whose files were made elsewhere (engine/gallery.py) as FINISHED,
-        with its metrics.json figures. False, and nothing written, if the id exists."""
+        with its metrics.json figures. False, and nothing written, if the id exists.
+        Its resolved settings are the params its trainer recorded (metrics.json
+        "info" → "params", what it really trained with); a run without them is never
+        reused."""
+        trained = (metrics.get("info") or {}).get("params")
+        settings = resolved_settings(config, trained) if isinstance(trained, dict) else None
         train_s = float((metrics.get("seconds") or {}).get("train", 0.0))
         steps = int((metrics.get("info") or {}).get("steps", 0))
         spent = metrics.get("epsilon_spent")  # a number, or "inf" for ε = ∞ runs
@@ -290,12 +300,12 @@ class RunStore:
             cur = con.execute(
                 "INSERT OR IGNORE INTO runs (id, created, started, ended, heartbeat, status, "
                 "method, dataset, epsilon, delta, seed, sweep, config, step, total, "
-                "epsilon_spent, summary, message) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "epsilon_spent, summary, message, settings) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now - train_s, now - train_s, now, now, RunStatus.FINISHED.value,
                  config.method, config.dataset, eps, config.delta, int(config.seed), sweep,
                  config.to_json(), steps, steps, spent,
-                 json.dumps(metrics_from_file(metrics)), message))
+                 json.dumps(metrics_from_file(metrics)), message, settings))
             con.commit()
         return cur.rowcount == 1
 
@@ -383,19 +393,18 @@ class RunStore:
                                    "ORDER BY created, rowid", (_QUEUED, _RUNNING))
         return [store_db.to_record(r) for r in rows]
 
-    def find_finished(self, config: RunConfig) -> str | None:
-        """The newest FINISHED run with exactly this config, seed included, if any.
-
-        Stored configs are compared after a round trip through RunConfig, so a config
-        saved before a field was added (it takes the default) still matches."""
-        want = config.to_json()
-        for r in self._con().execute(
-                "SELECT id, config FROM runs WHERE status=? AND method=? AND dataset=? "
-                "AND seed=? ORDER BY ended DESC",
-                (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed))):
-            if RunConfig.from_dict(json.loads(r["config"])).to_json() == want:
-                return r["id"]
-        return None
+    def find_finished(self, config: RunConfig, settings: str | None) -> str | None:
+        """The newest FINISHED run of `config`'s method, dataset and seed whose resolved
+        settings (engine/registry.settings_for) are exactly `settings`. Runs stored
+        without them (stores from before) are never reused: their defaults may differ."""
+        if settings is None:
+            return None
+        row = self._con().execute(
+            "SELECT id FROM runs WHERE status=? AND method=? AND dataset=? AND seed=? "
+            "AND settings=? ORDER BY ended DESC LIMIT 1",
+            (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed),
+             settings)).fetchone()
+        return row["id"] if row else None
 
     def last_finished(self) -> float | None:
         """When the newest FINISHED run ended (cheap: tells caches to refresh)."""
