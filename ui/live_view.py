@@ -16,7 +16,6 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import eta
 from engine.jobs import JobSnapshot
 from engine.records import RunStatus, headline_key, real_key
 from engine.render import class_rows, grid_scale
@@ -51,6 +50,20 @@ def _thin(points: list) -> list:
     return points[::k] + ([points[-1]] if (len(points) - 1) % k else [])
 
 
+def _seconds(s: float) -> str:
+    """A rough duration for an estimate: '40 s', '3 min', '1 h 5 min'."""
+    if s < 90:
+        return f"{max(1, round(s / 5) * 5 if s >= 20 else round(s)):.0f} s"
+    m = round(s / 60)
+    return f"{m} min" if m < 60 else f"{m // 60} h {m % 60} min"
+
+
+def _about(seconds: float, error_s: float | None) -> str:
+    """'about 40 s ± 10 s': the estimate with the spread of the runs it came from."""
+    spread = f" ± {_seconds(error_s)}" if error_s is not None and error_s >= 0.5 else ""
+    return f"about {_seconds(seconds)}{spread}"
+
+
 def _progress(snap: JobSnapshot) -> None:
     """Queue position, training progress or evaluation progress, with estimates."""
     status, total, step = snap.status, snap.total, snap.step
@@ -59,8 +72,8 @@ def _progress(snap: JobSnapshot) -> None:
         text = (f"queued · position {snap.position} "
                 f"({'next to start' if not ahead else f'{ahead} run(s) ahead'})")
         if snap.start_in_s is not None and snap.eta_s is not None:
-            text += (f" · estimate: starts in {eta.about(snap.start_in_s, snap.start_error_s)}, "
-                     f"done in {eta.about(snap.eta_s, snap.eta_error_s)}")
+            text += (f" · estimate: starts in {_about(snap.start_in_s, snap.start_error_s)}, "
+                     f"done in {_about(snap.eta_s, snap.eta_error_s)}")
         else:
             text += " · no estimate yet (no similar run measured here)"
         st.progress(0.0, text=text)
@@ -69,7 +82,7 @@ def _progress(snap: JobSnapshot) -> None:
         spent = snap.eval_elapsed_s or 0.0
         text = f"evaluating… {spent:,.0f} s (classifiers trained on the synthetic data)"
         if snap.eta_s is not None:
-            text += f" · estimate: {eta.about(snap.eta_s, snap.eta_error_s)} left"
+            text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
         st.progress(snap.eval_fraction or 0.0, text=text)
         return
     if status == RunStatus.RUNNING and not total:
@@ -84,7 +97,7 @@ def _progress(snap: JobSnapshot) -> None:
     elif status == RunStatus.RUNNING and snap.stop_requested:
         text += " · stopping…"
     elif status == RunStatus.RUNNING and snap.eta_s is not None:
-        text += f" · estimate: {eta.about(snap.eta_s, snap.eta_error_s)} left"
+        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
     st.progress(frac, text=text)
 
 
@@ -108,7 +121,7 @@ def _starting(snap: JobSnapshot) -> str:
         text += f" · {max(0.0, time.time() - snap.started):,.0f} s so far"
     text += " · ε spent 0 so far (nothing released yet)"
     if snap.eta_s is not None:
-        text += f" · estimate: {eta.about(snap.eta_s, snap.eta_error_s)} left"
+        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
     return text
 
 
