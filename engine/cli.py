@@ -139,17 +139,18 @@ def _config_from(args, extra):
 def _train(args, extra) -> int:
     from tqdm import tqdm
 
-    from engine.runner import check_out_dir, claim_out_dir, cost_line, execute, notices, prepare
+    from engine.preview import cost_line
+    from engine.runner import check_out_dir, claim_out_dir, execute, prepare
 
     config = _config_from(args, extra)
     check_out_dir(args.out, overwrite=args.overwrite)  # before the data is loaded
     prepared = prepare(config)  # all input checks happen before any file is written
     claim_out_dir(args.out, overwrite=args.overwrite)
-    if line := cost_line(prepared):
-        print(line, file=sys.stderr)
+    if line := cost_line(prepared.preview.cost):
+        print(f"estimated: {line}", file=sys.stderr)
     if not config.private:
         print("NOTE: epsilon=inf - a NON-PRIVATE reference run, no noise is added.", file=sys.stderr)
-    for line in notices(prepared, config):
+    for line in prepared.preview.notices():
         print(line, file=sys.stderr)
     bar = None
     final = None

@@ -11,15 +11,20 @@ module fixes both:
   timed ratio of the newest finished runs of the same method on the same dataset in this
   store (metrics.json "seconds": the trainer writes both), and says which it used:
   "from 3 finished runs" or "timed now, no finished run yet".
+A cache with a name is also kept on disk (`timings_dir`), so a timing taken in one process
+serves another: the web server never times training itself (engine/cost_probe.py times
+in a process of its own and the page reads the result from here).
 Only durations are read (no record, no statistic of the data), so none of it costs privacy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 MAX_AGE_S = 300.0  # a timing older than this is taken again
@@ -41,7 +46,7 @@ def _load() -> float:
 
 
 def _cores() -> int:
-    from engine.slots import cores
+    from engine.processes import cores
 
     return cores()
 
@@ -49,25 +54,72 @@ def _cores() -> int:
 _STORES: dict[Any, Any] = {}
 
 
-class TimedCache:
-    """Results of timings by key, re-taken when old or when the load changed a lot."""
+def timings_dir() -> Path:
+    """Where named caches keep their timings: beside this user's run store."""
+    from engine.store import default_root
 
-    def __init__(self) -> None:
+    return default_root() / "cost-timings"
+
+
+class TimedCache:
+    """Results of timings by key, re-taken when old or when the load changed a lot.
+    With a `name`, every timing is also written to a JSON file under `timings_dir()`
+    (values must then be JSON), and a key this process has not timed is read from there."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
         self._d: dict[Any, tuple[Any, float, float]] = {}
 
-    def fresh(self, key: Any) -> bool:
+    def _path(self, key: Any) -> Path:
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+        return timings_dir() / f"{self.name}-{digest}.json"
+
+    def _hit(self, key: Any) -> tuple[Any, float, float] | None:
         hit = self._d.get(key)
-        return (hit is not None and _clock() - hit[1] < MAX_AGE_S
-                and abs(_load() - hit[2]) < LOAD_CHANGE * _cores())
+        if self.name is None:
+            return hit
+        try:
+            saved = json.loads(self._path(key).read_text())
+            disk = (saved["value"], float(saved["time"]), float(saved["load"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return hit
+        return disk if hit is None or disk[1] > hit[1] else hit
+
+    def peek(self, key: Any) -> tuple[Any, bool]:
+        """(the newest timing of `key` or None, whether it is fresh); never times."""
+        hit = self._hit(key)
+        if hit is None:
+            return None, False
+        fresh = _clock() - hit[1] < MAX_AGE_S and abs(_load() - hit[2]) < LOAD_CHANGE * _cores()
+        return hit[0], fresh
+
+    def fresh(self, key: Any) -> bool:
+        return self.peek(key)[1]
 
     def get(self, key: Any, compute: Callable[[], Any]) -> Any:
-        if not self.fresh(key):
+        value, fresh = self.peek(key)
+        if not fresh:
             value = compute()
-            self._d[key] = (value, _clock(), _load())
-        return self._d[key][0]
+            self.put(key, value)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        entry = (value, _clock(), _load())
+        self._d[key] = entry
+        if self.name is not None:  # written whole, then renamed: readers never see half
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": repr(key), "value": value, "time": entry[1],
+                                       "load": entry[2]}))
+            tmp.replace(path)
 
     def clear(self) -> None:
+        """Forget every timing of this cache, on disk too: the next `get` times again."""
         self._d.clear()
+        if self.name is not None:
+            for path in timings_dir().glob(f"{self.name}-*.json"):
+                path.unlink(missing_ok=True)
 
 
 def finished_ratios(method: str, dataset: str, store=None) -> list[float]:

@@ -86,10 +86,9 @@ def privacy_preview(config, p: Params, data) -> dict:
                                 f"({p.vote_pool}×{p.vote_pool} pixel blocks)",
         "vote threshold": p.beta * p.teachers,
     }
-    warnings = [privacy.delta_warning(config.delta, data.n_train) if config.private else None,
-                small_data_warning(config, p, steps, data.n_train)]
-    if any(warnings):
-        out["warning"] = " ".join(w for w in warnings if w)
+    warning = small_data_warning(config, p, steps, data.n_train)  # δ's: engine/preview.py
+    if warning:
+        out["warning"] = warning
     device = resolve_device(config.device)
     need = memory_bytes(p, data.image_shape, data.n_classes, data.n_train)["total"]
     out["estimated memory (GB)"] = round(need / 1e9, 2)

@@ -29,7 +29,7 @@ from engine.events import Event, TrainResult
 from engine.generators import ConvCondGenerator, TabularGenerator
 from engine.noise import snap
 from engine.noise import gaussian_noise
-from engine.privacy import PrivacyReport, Release, calibrate_releases, delta_warning
+from engine.privacy import PrivacyReport, Release, calibrate_releases
 
 
 # The official code's fixed Gaussian-kernel length scales (ℓ², pixels in [0, 1]).
@@ -158,26 +158,22 @@ def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[Privac
 
 
 def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
-    """Derived figures for the UI before training: the noise each release will get, and
-    the run's cost on this machine (engine/dpmerf_cost.py: measured step rates).
+    """Derived figures for the UI before training: the noise each release will get. The
+    run's cost is engine/dpmerf_cost.py's (engine/registry.COSTS), the δ warning
+    engine/preview.py's.
     `params` are the run's validated Params (engine.registry.make_params)."""
     report, _ = _calibrate(config, data, params)
     emb = report.releases[-1]
-    from engine import dpmerf_cost  # imports this module: import here, not at the top
     from engine.device import resolve_device
 
     device = resolve_device(config.device)
     projection, why = projection_precision(params.projection, device)
     out = {"noise multiplier (sigma)": emb.noise_multiplier,
            "noise std per embedding entry": emb.sigma,
-           **dpmerf_cost.estimate(config, data, params, device),
            "releases": ", ".join(r.name for r in report.releases),
            "accountant": report.accountant,
            "faster with": "fewer epochs or random features (n_features)",
            "projection": f"{projection} ({why})" if data.kind == "image" else "float32"}
-    warning = delta_warning(config.delta, data.n_train) if config.private else None
-    if warning:
-        out["warning"] = warning
     out["hint"] = ("DP-MERF releases one noisy summary of the data (its random-feature mean "
                    "embedding), then trains the generator as long as it likes for free: more "
                    "epochs cost time, not privacy.")

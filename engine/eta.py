@@ -108,11 +108,13 @@ def about(seconds: float | None, error_s: float | None = None) -> str:
     """"about 40 s ± 10 s" ("" without an estimate)."""
     if seconds is None:
         return ""
-    text = f"about {_fmt(seconds)}"
-    return text + (f" ± {_fmt(error_s)}" if error_s is not None and error_s >= 0.5 else "")
+    text = f"about {duration(seconds)}"
+    return text + (f" ± {duration(error_s)}" if error_s is not None and error_s >= 0.5 else "")
 
 
-def _fmt(s: float) -> str:
+def duration(s: float) -> str:
+    """12 → '12 s', 125 → '2 min 05 s', 7300 → '2 h 01 min': every duration the app and
+    the CLI print (queue estimates here, the cost preview in engine/preview.py)."""
     s = max(0.0, float(s))
     if s < 90:
         return f"{s:.0f} s"

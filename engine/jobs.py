@@ -1,8 +1,9 @@
 """Jobs as the app sees them: submit, stop, delete, and read progress — all through the
 run store. Training itself happens in other processes (engine/worker.py).
 
-`JobManager.submit(config)` reuses a FINISHED run with exactly the same config (seed
-included) when the store has one; otherwise it writes a QUEUED row on its device's
+`JobManager.submit(config)` reuses a FINISHED run with exactly the same resolved settings
+(every knob after the dataset's defaults, seed included: engine/registry.settings_for)
+when the store has one; otherwise it writes a QUEUED row on its device's
 queue ("cpu" or "cuda:N") and makes sure a worker process serves the store. The worker
 trains one run per device slot: by default one slot per core, each with `cores // slots`
 threads, a second run starting only when memory allows (engine/slots.py; DPSYNTH_SLOTS
@@ -29,6 +30,7 @@ from engine.config import RunConfig
 from engine.errors import InputError
 from engine.processes import OWNER
 from engine.records import ACTIVE, RunRecord, RunStatus, record_fields
+from engine.registry import settings_for
 from engine.store import RunStore
 from engine.worker import CTX, HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, serve, worker_alive
 
@@ -137,8 +139,9 @@ class JobManager:
         if self._closed.is_set():
             raise RuntimeError("JobManager is shut down")
         config.validate()
+        settings = settings_for(config)  # reuse matches the resolved settings, not overrides
         if reuse:
-            found = self.store.find_finished(config)
+            found = self.store.find_finished(config, settings)
             if found is not None:
                 return Submission(found, True)
         # Past its dataset's budget cap (queued runs included): refused before queueing.
@@ -147,9 +150,13 @@ class JobManager:
         Ledger(self.store.root).check(config, pending=[
             r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
         run_id = self.store.create_run(config, sweep=sweep, session=session,
-                                       device=_device_key(config))
+                                       device=_device_key(config), settings=settings)
         self._ensure_worker()
         return Submission(run_id, False)
+
+    def reusable(self, config: RunConfig) -> str | None:
+        """The finished run `request(config)` would hand back, if any."""
+        return self.store.find_finished(config, settings_for(config))
 
     def submit(self, config: RunConfig, *, sweep: str | None = None,
                session: str | None = None, reuse: bool = True) -> str:

@@ -1,5 +1,6 @@
 """Naming a process for good: a pid plus its start time, so a reused pid never passes
-for the process that died (the store marks runs of dead processes INTERRUPTED)."""
+for the process that died (the store marks runs of dead processes INTERRUPTED); and the
+cores this process may use."""
 
 from __future__ import annotations
 
@@ -25,3 +26,11 @@ def process_token(pid: int) -> str | None:
 
 
 OWNER = process_token(os.getpid())  # this process
+
+
+def cores() -> int:
+    """Cores this process may run on (the affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -14,8 +14,11 @@ A method module must define
   - `privacy_preview(config, params, data) -> dict`: what the app and CLI show before
     training (no private data touched). Numbers are drawn as metrics; the optional keys
     "estimated memory (GB)", "estimated s / iteration", "estimated seconds" are the cost,
-    "refuse" a one-line reason the run cannot start here, "warning" a caution (a weak δ,
-    settings that will not learn) and "hint" a teaching note;
+    "refuse" a one-line reason the run cannot start here, "warning" a caution (settings
+    that will not learn; the δ warning is added for every method by engine/preview.py)
+    and "hint" a teaching note. engine/preview.from_method turns it into the typed
+    Preview the page and the CLI read (engine.runner.preview); a method whose cost is
+    timed on this machine may instead name its cost module in COSTS below;
   - `train(config, params, data, device, stop) -> Iterator[Event]`: `params` are the
     validated Params from `make_params` (built once per run by engine.runner); yields
     Events and ends with one whose `result` is an `engine.events.TrainResult`:
@@ -36,7 +39,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import fields, replace
+import json
+from dataclasses import asdict, fields, replace
 from types import ModuleType
 
 from engine.errors import InputError
@@ -45,6 +49,14 @@ METHODS: dict[str, str] = {
     "dpmerf": "engine.dpmerf",
     "datalens": "engine.datalens",
     "marginals": "engine.marginals",
+}
+
+
+# Methods whose cost is timed by a module of its own: `estimate(config, data, params,
+# device, threads=None, away=None) -> dict` of the cost keys above. Kept apart from the method so
+# the web server can leave the timing to another process (engine/cost_probe.py).
+COSTS: dict[str, str] = {
+    "dpmerf": "engine.dpmerf_cost",
 }
 
 
@@ -75,3 +87,40 @@ def make_params(method: str, dataset, overrides: dict | None = None):
             f"known: {', '.join(sorted(known))}."
         )
     return replace(params, **(overrides or {})).validate(dataset)
+
+
+def estimate_cost(config, dataset, params, **timing) -> dict:
+    """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none.
+    `timing`: `threads` and `away`, where not to time (engine/cost_probe.away)."""
+    if config.method not in COSTS:
+        return {}
+    from engine.device import resolve_device
+
+    module = importlib.import_module(COSTS[config.method])
+    return module.estimate(config, dataset, params, resolve_device(config.device), **timing)
+
+
+def resolved_settings(config, params) -> str:
+    """What a run trains with, as canonical JSON: the config (method, dataset, seed, ε,
+    δ, ...) with `params` the method's every Params field after the dataset's defaults
+    and the overrides (a Params, or the dict a run's metrics.json "info" kept). Reuse
+    matches on this, never on the overrides alone: a run made before a default changed
+    is not handed back for the new default (engine/store.find_finished)."""
+    from engine.jsonsafe import jsonable
+
+    settings = config.to_dict()
+    settings["params"] = asdict(params) if not isinstance(params, dict) else dict(params)
+    return json.dumps(jsonable(settings), sort_keys=True)
+
+
+def settings_for(config) -> str | None:
+    """`resolved_settings` of `config` on its dataset (loaded here); None when they
+    cannot be resolved (a private search job, or settings the run itself will refuse):
+    such a request is never answered with an older run."""
+    from engine import data as datasets
+
+    try:  # a private search's params (engine/private_tuning.SPEC) are no method's: None
+        data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
+        return resolved_settings(config, make_params(config.method, data, config.params))
+    except InputError:
+        return None

@@ -18,27 +18,43 @@ from typing import Any, Iterator
 import numpy as np
 
 from engine import data as datasets
-from engine import ledger, private_tuning
+from engine import cost_probe, ledger, private_tuning
 from engine.config import RunConfig
 from engine.device import resolve_device
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.jsonsafe import jsonable
-from engine.privacy import delta_warning
-from engine.registry import get_method, make_params
+from engine.preview import Preview, from_method
+from engine.registry import estimate_cost, get_method, make_params
 from engine.render import image_grid, table_image
 
 
 @dataclass(frozen=True)
 class Prepared:
     """A run checked before training: its method module, data and device, its validated
-    params (built once, handed to `train`) and the method's preview (computed once)."""
+    params (built once, handed to `train`) and its preview (computed once)."""
 
     method: ModuleType
     data: datasets.Dataset
     device: Any
     params: Any
-    preview: dict
+    preview: Preview
+
+
+def preview(config: RunConfig, data: datasets.Dataset, *, params=None,
+            time_here: bool = True) -> Preview:
+    """What a run of `config` on the loaded `data` will be, before training: the page's
+    and the CLI's one engine call for it. Validates (InputError), asks the method for its
+    figures and its cost (engine/registry.estimate_cost) and types them (engine/preview.py).
+    `time_here=False` (the web server) never times training steps in this process: an
+    untimed cost is measured in a process of its own and said to be "measuring…"."""
+    config.validate()
+    method = get_method(config.method)
+    params = params if params is not None else make_params(config.method, data, config.params)
+    timing = {} if time_here else cost_probe.away(config)
+    raw = {**method.privacy_preview(config, params, data),
+           **estimate_cost(config, data, params, **timing)}
+    return from_method(raw, config, data.n_train)
 
 
 def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
@@ -50,10 +66,10 @@ def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
     ledger.Ledger(ledger_root).check(config)
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     params = make_params(config.method, data, config.params)
-    preview = method.privacy_preview(config, params, data)
-    if preview.get("refuse"):  # a run that cannot fit in memory ends here with one line
-        raise InputError(preview["refuse"])
-    return Prepared(method, data, resolve_device(config.device), params, preview)
+    seen = preview(config, data, params=params)  # the trainer's process: timed here
+    if seen.refuse:  # a run that cannot fit in memory ends here with one line
+        raise InputError(seen.refuse)
+    return Prepared(method, data, resolve_device(config.device), params, seen)
 
 
 # What a run writes; `claim_out_dir` clears only these.
@@ -89,37 +105,6 @@ def claim_out_dir(out_dir: str | Path, *, overwrite: bool) -> Path:
     for name in check_out_dir(out, overwrite=overwrite):
         (out / name).unlink()
     return out
-
-
-def warnings_for(config: RunConfig, data: datasets.Dataset) -> list[str]:
-    """Legal settings that weaken the guarantee; the CLI prints them, metrics.json keeps them."""
-    note = delta_warning(config.delta, data.n_train) if config.private else None
-    return [note] if note else []
-
-
-def notices(prepared: Prepared, config: RunConfig) -> list[str]:
-    """Every warning and hint a run has before training, once each: the preview's (which
-    may repeat the δ warning) and `warnings_for`'s. The CLI prints them all."""
-    preview = prepared.preview
-    out = [f"warning: {preview['warning']}"] if preview.get("warning") else []
-    out += [f"warning: {w}" for w in warnings_for(config, prepared.data)
-            if w not in preview.get("warning", "")]
-    if preview.get("hint"):
-        out.append(f"hint: {preview['hint']}")
-    return out
-
-
-def cost_line(prepared: Prepared) -> str:
-    """One line for the CLI before training, e.g. "estimated: 4.5 GB, 3.1 s/iteration, ~8 min";
-    "" when the method gives no estimate. Read from the preview `prepare` computed."""
-    est = prepared.preview
-    if "estimated seconds" not in est:
-        return ""
-    parts = [f"{est['estimated memory (GB)']:.2g} GB"] if "estimated memory (GB)" in est else []
-    if "estimated s / iteration" in est:
-        parts.append(f"{est['estimated s / iteration']:.2g} s/iteration")
-    parts.append(f"~{est['estimated seconds'] / 60:.1f} min of training")
-    return "estimated: " + ", ".join(parts)
 
 
 def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | None = None,
@@ -161,6 +146,7 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
 def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     """execute's body: train, write the artifacts, evaluate, write metrics.json."""
     data, device = prepared.data, prepared.device
+    cost = prepared.preview.cost
     t0 = time.perf_counter()
     result: TrainResult | None = None
     last = None
@@ -202,13 +188,13 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         "seconds": {"train": round(train_seconds, 3), "evaluate": round(time.perf_counter() - t1, 3),
                     "total": round(time.perf_counter() - t0, 3),
                     # the preview's training seconds: as timed, and as shown (corrected)
-                    "timed": prepared.preview.get("estimated seconds (timed now)"),
-                    "predicted": prepared.preview.get("estimated seconds")},
+                    "timed": cost.timed_seconds if cost else None,
+                    "predicted": cost.seconds if cost else None},
         "n_train": data.n_train, "n_test": len(data.y_test), "n_synthetic": len(result.y),
         "device": str(device),
         "info": jsonable({**result.info, "stopped": result.stopped}),  # as metrics.json had it
         "disclosures": disclosures(data, scores),
-        "warnings": warnings_for(config, data),
+        "warnings": list(prepared.preview.warnings),
     }
     if not config.private:
         metrics["note"] = "NON-PRIVATE reference run (epsilon = inf, no noise added)."

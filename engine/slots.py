@@ -22,18 +22,11 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from engine.errors import InputError
+from engine.processes import cores  # noqa: F401 (slots.cores: the cores a plan divides)
 
 ENV = "DPSYNTH_SLOTS"
 SHARE = 0.9  # of the machine's memory the runs may plan to use together
 BASELINE_GB = 0.7  # a trainer process with torch imported (engine/dpmerf_cost.TORCH_BASELINE_GB)
-
-
-def cores() -> int:
-    """Cores this process may run on (the affinity mask, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)

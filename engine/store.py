@@ -48,7 +48,7 @@ from typing import Any
 from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.processes import OWNER
+from engine.processes import OWNER, process_token
 from engine.records import ACTIVE, TERMINAL, RunRecord, RunStatus, numeric_metrics
 from engine.store_gallery import GalleryImportMixin
 from engine.store_game import GameRoundsMixin
@@ -110,18 +110,22 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
 
     # ------------------------------------------------------------------ writes
     def create_run(self, config: RunConfig, *, sweep: str | None = None,
-                   session: str | None = None, device: str = "cpu") -> str:
+                   session: str | None = None, device: str = "cpu",
+                   settings: str | None = None) -> str:
         """Register a new run as QUEUED on `device`'s queue, save its config, make its
-        artifact folder. `session` is the browser session that owns it (None: nobody's)."""
+        artifact folder. `session` is the browser session that owns it (None: nobody's);
+        `settings` its resolved settings (engine/registry.settings_for), which reuse
+        matches on (None: never reused)."""
         run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         now = time.time()
         eps = config.epsilon if math.isfinite(config.epsilon) else None
         self._exec(
             "INSERT INTO runs (id, created, heartbeat, status, method, dataset, epsilon, "
-            "delta, seed, sweep, config, owner, session, device) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "delta, seed, sweep, config, owner, session, device, settings) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, now, now, RunStatus.QUEUED.value, config.method, config.dataset, eps,
-             config.delta, int(config.seed), sweep, config.to_json(), OWNER, session, device),
+             config.delta, int(config.seed), sweep, config.to_json(), OWNER, session, device,
+             settings),
         )
         d = self.artifact_dir(run_id)
         d.mkdir(parents=True, exist_ok=True)
@@ -226,19 +230,18 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
             last = r["rowid"]
         return out, last
 
-    def find_finished(self, config: RunConfig) -> str | None:
-        """The newest FINISHED run with exactly this config, seed included, if any.
-
-        Stored configs are compared after a round trip through RunConfig, so a config
-        saved before a field was added (it takes the default) still matches."""
-        want = config.to_json()
-        for r in self._con().execute(
-                "SELECT id, config FROM runs WHERE status=? AND method=? AND dataset=? "
-                "AND seed=? ORDER BY ended DESC",
-                (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed))):
-            if RunConfig.from_dict(json.loads(r["config"])).to_json() == want:
-                return r["id"]
-        return None
+    def find_finished(self, config: RunConfig, settings: str | None) -> str | None:
+        """The newest FINISHED run of `config`'s method, dataset and seed whose resolved
+        settings (engine/registry.settings_for) are exactly `settings`. Runs stored
+        without them (stores from before) are never reused: their defaults may differ."""
+        if settings is None:
+            return None
+        row = self._con().execute(
+            "SELECT id FROM runs WHERE status=? AND method=? AND dataset=? AND seed=? "
+            "AND settings=? ORDER BY ended DESC LIMIT 1",
+            (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed),
+             settings)).fetchone()
+        return row["id"] if row else None
 
     def artifacts(self, run_id: str) -> dict[str, Path]:
         """Existing artifact files of a run by name."""

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS runs (
     device TEXT,             -- the queue it waits in: "cpu" or "cuda:N"
     phase TEXT,              -- last event phase: release, train, probe, evaluate, ...
     eval_started REAL,       -- when the final evaluation began (for estimates)
-    stop_requested REAL      -- when someone pressed Stop
+    stop_requested REAL,     -- when someone pressed Stop
+    settings TEXT            -- engine/registry.resolved_settings: what reuse matches on
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL,
@@ -54,7 +55,7 @@ CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, key, step);
 
 # Columns added after the first release, with their types (older stores get them).
 _ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
-          "eval_started": "REAL", "stop_requested": "REAL"}
+          "eval_started": "REAL", "stop_requested": "REAL", "settings": "TEXT"}
 
 # Names and tags have their own table, created on first use: labels are the user's notes
 # on a run and change any time, unlike the run's row, whose config is written once.

@@ -11,6 +11,7 @@ import time
 from engine import store_db
 from engine.config import RunConfig
 from engine.records import RunStatus, metrics_from_file
+from engine.registry import resolved_settings
 
 
 class GalleryImportMixin:
@@ -19,7 +20,12 @@ class GalleryImportMixin:
     def import_finished(self, run_id: str, config: RunConfig, *, metrics: dict,
                         sweep: str, message: str) -> bool:
         """Register a run whose files were made elsewhere (engine/gallery.py) as FINISHED,
-        with its metrics.json figures. False, and nothing written, if the id exists."""
+        with its metrics.json figures. False, and nothing written, if the id exists.
+        Its resolved settings are the params its trainer recorded (metrics.json
+        "info" → "params", what it really trained with); a run without them is never
+        reused."""
+        trained = (metrics.get("info") or {}).get("params")
+        settings = resolved_settings(config, trained) if isinstance(trained, dict) else None
         train_s = float((metrics.get("seconds") or {}).get("train", 0.0))
         steps = int((metrics.get("info") or {}).get("steps", 0))
         spent = metrics.get("epsilon_spent")  # a number, or "inf" for ε = ∞ runs
@@ -31,11 +37,11 @@ class GalleryImportMixin:
             cur = con.execute(
                 "INSERT OR IGNORE INTO runs (id, created, started, ended, heartbeat, status, "
                 "method, dataset, epsilon, delta, seed, sweep, config, step, total, "
-                "epsilon_spent, summary, message) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "epsilon_spent, summary, message, settings) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now - train_s, now - train_s, now, now, RunStatus.FINISHED.value,
                  config.method, config.dataset, eps, config.delta, int(config.seed), sweep,
                  config.to_json(), steps, steps, spent,
-                 json.dumps(metrics_from_file(metrics)), message))
+                 json.dumps(metrics_from_file(metrics)), message, settings))
             con.commit()
         return cur.rowcount == 1

@@ -13,16 +13,16 @@ from dataclasses import replace
 
 import streamlit as st
 
-from engine.config import parse_epsilon
 from engine.errors import InputError
-from engine.registry import available_methods, default_params, get_method, make_params
+from engine.registry import available_methods, default_params, get_method
+from engine.runner import preview as preview_run
 from engine.records import RunStatus
 from engine.render import class_rows, grid_scale
 from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
                        method_title, options_key, session_tmp_dir, show_input_error)
-from ui.cost import COST_KEYS, draw_cost
+from ui.cost import draw_cost
 from ui.knob_widgets import knob_widget
 from ui.knobs import changed_params, config_from_settings, knob_key, widgets
 from ui.ledger import budget_line
@@ -112,6 +112,14 @@ def _load(name: str, options: dict | None):
         return None, e
 
 
+@st.fragment(run_every=1.0)
+def _await_cost(config, data) -> None:
+    """While the cost is being timed elsewhere: look once a second, redraw when it is in."""
+    cost = preview_run(config, data, time_here=False).cost
+    if cost is None or not cost.measuring:
+        st.rerun(scope="app")
+
+
 st.title("Playground")
 st.caption("Train a differentially private generator and watch the privacy–utility "
            "tradeoff happen. Settings live in the URL: copy it to share them.")
@@ -145,7 +153,7 @@ with settings:
     delta = st.select_slider("δ", DELTA_CHOICES, value=DEFAULTS["delta"], key="delta",
                              bind="query-params",
                              help="Chance the ε guarantee fails; keep it below 1/records.")
-    st.caption(privacy_in_words(parse_epsilon(eps), float(delta)))
+    in_words = st.empty()  # (ε, δ) in words, from the run's config once it is built
     seed = st.number_input("Seed (model init only; DP noise is never seeded)", min_value=0,
                            value=DEFAULTS["seed"], step=1, key="seed", bind="query-params")
     # Scoring reads only the released synthetic data: it costs time, never privacy.
@@ -186,30 +194,32 @@ with settings:
                 dataset=dataset, method=method, eps=eps, delta=delta, seed=int(seed),
                 params=changed_params(defaults, values), data_options=data_options),
                 cnn_eval=cnn)
-            preview = module.privacy_preview(config, make_params(method, data, config.params),
-                                             data)
+            # The page's one engine call for the preview; the web server never times
+            # training steps itself (engine/cost_probe.py does, in its own process).
+            preview = preview_run(config, data, time_here=False)
         except InputError as e:
             show_input_error(e)
             config = None
         else:
-            # The method's own words: a caution (weak δ, settings that will not learn)
-            # and a teaching note.
-            if preview.get("warning"):
-                st.warning(preview["warning"])
-            if preview.get("hint"):
-                st.info(preview["hint"])
-            draw_cost(preview)
+            in_words.caption(privacy_in_words(config.epsilon, config.delta))
+            # Cautions (a weak δ, settings that will not learn) and teaching notes.
+            for warning in preview.warnings:
+                st.warning(warning)
+            for hint in preview.hints:
+                st.info(hint)
+            draw_cost(preview.cost)
+            if preview.cost is not None and preview.cost.measuring:
+                _await_cost(config, data)
             st.markdown("**Derived before training** (no data touched yet)")
-            refuse = preview.get("refuse")
+            refuse = preview.refuse
             if refuse:
                 st.error(refuse)
-            nums = {k: v for k, v in preview.items()
-                    if isinstance(v, (int, float)) and k not in COST_KEYS}
+            nums = {k: v for k, v in preview.figures.items() if isinstance(v, (int, float))}
             cols = st.columns(2)
             for i, (k, v) in enumerate(nums.items()):
                 cols[i % 2].metric(k, f"{v:.3g}" if isinstance(v, float) else f"{v:,}", help=k)
-            for k, v in preview.items():
-                if k not in ("hint", "warning", "refuse") and not isinstance(v, (int, float)):
+            for k, v in preview.figures.items():
+                if not isinstance(v, (int, float)):
                     st.caption(f"{k}: {v}")
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
             refuse = refuse or budget_line(config)  # the dataset's ledger, and its cap

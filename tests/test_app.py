@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import datalens, datalens_accounting, demos, privacy
+from engine import datalens, datalens_accounting, demos, privacy, slots
 from engine.errors import InputError
 from engine.config import RunConfig
 from engine.datalens_params import DIGITS_MEASURED
@@ -541,3 +541,28 @@ def test_learn_has_delta_composition_the_baseline_and_the_epsilon_range(runs_roo
     text = " ".join(m.value for m in at.markdown)
     assert "Independent marginals (the baseline)" in text
     assert f"runs from {EPSILON_CHOICES[0]}" in text and f"to {EPSILON_CHOICES[-2]}" in text
+
+
+def test_the_playground_never_times_its_cost_it_shows_measuring_then_the_figure(
+        runs_root, monkeypatch):
+    """The web server never trains: the DP-MERF cost is timed by engine/cost_probe.py's
+    process (here the test stands in for it), the page says "measuring…" until then."""
+    from engine import cost_probe, dpmerf_cost
+    from engine.preview import MEASURING
+
+    monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: pytest.fail("timed in the server"))
+    asked = []
+    monkeypatch.setattr(cost_probe, "request", lambda key, config: asked.append(config))
+
+    def cost_line(at):
+        (line,) = [m.value for m in at.markdown if m.value.startswith("**Cost on this machine:**")]
+        return line
+
+    at = app({"dpmerf_epochs": "2"})
+    assert not at.exception and MEASURING in cost_line(at) and len(asked) >= 1
+    monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: {
+        "step": 0.01, "release_per_record": 0.0, "sample_per_record": 0.0})
+    monkeypatch.setattr(dpmerf_cost.torch, "get_num_threads", lambda: slots.plan().threads)
+    cost_probe.measure(asked[-1])  # what the probe's process does
+    at.run()
+    assert not at.exception and MEASURING not in cost_line(at) and "10 ms each" in cost_line(at)

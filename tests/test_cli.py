@@ -185,8 +185,8 @@ def test_every_preview_hint_and_warning_reaches_the_console(tmp_path, capsys):
     hints = [ln for ln in err if ln.startswith("hint: ")]
     warnings = [ln for ln in err if ln.startswith("warning: ")]
     assert len(hints) == 1 and "does not afford one step" in hints[0]
-    assert len(warnings) == 1 and "not below 1/n" in warnings[0]  # the δ warning, once
-    assert "DataLens needs tens of thousands of records" in warnings[0]
+    assert len(warnings) == 2 and "not below 1/n" in warnings[0]  # the δ warning, once
+    assert "DataLens needs tens of thousands of records" in warnings[1]
 
 
 def test_interrupted_run_leaves_interrupted_metrics_never_an_old_run(tmp_path, monkeypatch,

@@ -78,9 +78,49 @@ def test_dpmerf_preview_states_its_basis(monkeypatch, digits):
     monkeypatch.setattr(cost_cache, "finished_ratios", lambda *a, **k: [2.0])
     cfg = RunConfig(method="dpmerf", dataset="digits", params={"n_features": 300})
     p = dpmerf.Params.for_data(digits)
-    monkeypatch.setattr(dpmerf_cost, "measured_rates", lambda *a: {
+    monkeypatch.setattr(dpmerf_cost, "measured_rates", lambda *a, **k: {
         "step": 0.01, "release_per_record": 0.0, "sample_per_record": 0.0})
     est = dpmerf_cost.estimate(cfg, digits, p, "cpu")
     assert est[cost_cache.TIMED_KEY] == pytest.approx(est["estimated steps"] * 0.01)
     assert est["estimated seconds"] == pytest.approx(2 * est[cost_cache.TIMED_KEY])
     assert est[cost_cache.BASIS_KEY] == "timed now, corrected from 1 finished run"
+
+
+def test_a_named_cache_is_shared_through_its_files(tmp_path, monkeypatch):
+    """A timing taken in one process (here: one cache object) serves another."""
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    writer, reader = cost_cache.TimedCache("probe"), cost_cache.TimedCache("probe")
+    assert reader.peek(("shape", 1)) == (None, False)
+    writer.put(("shape", 1), {"step": 0.25})
+    assert reader.peek(("shape", 1)) == ({"step": 0.25}, True)
+    assert reader.get(("shape", 1), lambda: pytest.fail("timed again")) == {"step": 0.25}
+    reader.clear()
+    assert writer.peek(("shape", 1))[0] in (None, {"step": 0.25})  # its own memory only
+    assert cost_cache.TimedCache("probe").peek(("shape", 1)) == (None, False)
+
+
+def test_the_web_server_never_times_it_asks_the_probe(monkeypatch, tmp_path, digits):
+    """time_here=False: no training step in this process; a probe is asked for instead,
+    the cost says "measuring…" until the probe's rates are in the shared cache."""
+    from engine import cost_probe, dpmerf_cost
+    from engine.config import RunConfig
+    from engine.runner import preview
+    from engine.slots import plan
+
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: pytest.fail("timed in the server"))
+    asked = []
+    monkeypatch.setattr(cost_probe, "request", lambda key, config: asked.append(config))
+    cfg = RunConfig(method="dpmerf", dataset="digits", params={"n_features": 200, "epochs": 1})
+    before = preview(cfg, digits, time_here=False)
+    assert before.cost.measuring and before.cost.seconds is None and asked == [cfg]
+    assert before.cost.memory_gb > 0 and before.cost.steps > 0  # formulas, not timings
+
+    monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: {
+        "step": 0.5, "release_per_record": 0.0, "sample_per_record": 0.0})
+    # The probe's process runs with a trainer slot's threads (cost_probe.main).
+    monkeypatch.setattr(dpmerf_cost.torch, "get_num_threads", lambda: plan().threads)
+    cost_probe.measure(cfg)  # what the probe's process does
+    after = preview(cfg, digits, time_here=False)
+    assert not after.cost.measuring and after.cost.seconds == pytest.approx(0.5 * after.cost.steps)
+    assert len(asked) == 1  # fresh rates: no second probe

@@ -187,12 +187,14 @@ def test_preview_digits_has_hint_and_exact_steps(digits):
 def test_preview_warns_when_delta_is_not_below_one_over_n(digits):
     """δ ≥ 1/n lets a mechanism publish one record outright; both methods' previews say so."""
     enough = {"teachers": 1000, "records_per_teacher": 1}  # no small-data caution
-    weak = _preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-3,
-                              params=enough), digits)
-    assert "1/n" in weak["warning"]
-    strong = _preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-5,
-                                params=enough), digits)
-    assert "warning" not in strong
+    from engine.runner import preview
+
+    weak = preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-3,
+                             params=enough), digits)
+    assert [w for w in weak.warnings if "1/n" in w] == list(weak.warnings)[:1]
+    strong = preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-5,
+                               params=enough), digits)
+    assert strong.warnings == ()
 
 
 # ------------------------------------------------------------------ training

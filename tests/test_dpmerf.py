@@ -25,7 +25,11 @@ def run(config, data, stop=None):
 
 
 def preview(config, data):
-    return privacy_preview(config, make_params("dpmerf", data, config.params), data)
+    """The method's figures and its cost keys, as the runner adds them (engine/registry)."""
+    from engine.registry import estimate_cost
+
+    params = make_params("dpmerf", data, config.params)
+    return {**privacy_preview(config, params, data), **estimate_cost(config, data, params)}
 
 
 def test_digits_end_to_end_writes_artifacts(tmp_path):

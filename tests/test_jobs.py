@@ -278,3 +278,21 @@ def test_heartbeat_keeps_live_runs_from_being_recovered(jm):
     (jm.store.root / "open-1100").touch()
     assert jm.wait(rid, timeout=30) == RunStatus.FINISHED
     assert math.isfinite(jm.store.get_run(rid).heartbeat)
+
+
+def test_after_a_default_changes_train_trains_anew(jm, monkeypatch):
+    """Reuse matches the resolved settings: the same overrides under a new default are a
+    new run (engine/registry.settings_for), not the finished run of the old default."""
+    from dataclasses import replace
+
+    from engine import dpmerf
+
+    first = jm.request(fake(seed=650))
+    assert jm.wait(first.run_id, timeout=60) == RunStatus.FINISHED
+    assert jm.request(fake(seed=650)) == (first.run_id, True)
+    for_data = dpmerf.Params.for_data.__func__
+    monkeypatch.setattr(dpmerf.Params, "for_data", classmethod(
+        lambda cls, data: replace(for_data(cls, data), lr=for_data(cls, data).lr / 2)))
+    fresh = jm.request(fake(seed=650))
+    assert not fresh.reused and fresh.run_id != first.run_id
+    assert jm.wait(fresh.run_id, timeout=60) == RunStatus.FINISHED

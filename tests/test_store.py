@@ -195,15 +195,48 @@ def test_stop_request_of_a_running_run_is_left_for_its_worker(tmp_path):
     assert store.request_stop(rid) is None  # already over
 
 
-def test_find_finished_matches_the_whole_config_seed_included(tmp_path):
+def test_find_finished_matches_the_resolved_settings_seed_included(tmp_path):
+    from engine.registry import settings_for
+
+    def find(**kw):
+        cfg = RunConfig(**{"epsilon": 2.0, "seed": 4, "params": {"epochs": 3}, **kw})
+        return store.find_finished(cfg, settings_for(cfg))
+
     store = RunStore(tmp_path)
     cfg = RunConfig(epsilon=2.0, seed=4, params={"epochs": 3})
-    rid = store.create_run(cfg)
-    assert store.find_finished(cfg) is None  # queued is not finished
+    rid = store.create_run(cfg, settings=settings_for(cfg))
+    assert find() is None  # queued is not finished
     store.finish(rid, RunStatus.FINISHED)
-    assert store.find_finished(RunConfig(epsilon=2.0, seed=4, params={"epochs": 3})) == rid
-    assert store.find_finished(RunConfig(epsilon=2.0, seed=5, params={"epochs": 3})) is None
-    assert store.find_finished(RunConfig(epsilon=2.0, seed=4, params={"epochs": 4})) is None
+    assert find() == rid
+    assert find(seed=5) is None and find(params={"epochs": 4}) is None
+    assert find(delta=1e-6) is None
+    # An override equal to the default is the same run: the settings are resolved.
+    assert find(params={"epochs": 3, "n_features": settings_of(rid, store)["n_features"]}) == rid
+
+
+def settings_of(rid, store) -> dict:
+    row = store._con().execute("SELECT settings FROM runs WHERE id=?", (rid,)).fetchone()
+    return json.loads(row["settings"])["params"]
+
+
+def test_a_changed_default_is_never_answered_by_the_old_run(tmp_path, monkeypatch, digits):
+    """Train after a default changed must train anew, not hand back the run made with
+    the old default (config.json alone keeps only the overrides, equal in both)."""
+    from dataclasses import replace
+
+    from engine import dpmerf
+    from engine.registry import settings_for
+
+    store = RunStore(tmp_path)
+    cfg = RunConfig(epsilon=2.0, seed=4)  # defaults only
+    rid = store.create_run(cfg, settings=settings_for(cfg))
+    store.finish(rid, RunStatus.FINISHED)
+    assert store.find_finished(cfg, settings_for(cfg)) == rid
+    for_data = dpmerf.Params.for_data.__func__
+    monkeypatch.setattr(dpmerf.Params, "for_data", classmethod(
+        lambda cls, data: replace(for_data(cls, data), epochs=for_data(cls, data).epochs + 1)))
+    assert store.find_finished(cfg, settings_for(cfg)) is None
+    assert store.find_finished(cfg, None) is None  # unresolved settings: never reused
 
 
 def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
@@ -231,7 +264,10 @@ def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
     assert row.status == "finished" and row.session is None and row.device == "cpu"
     assert row.metrics == {"synthetic/logreg": 0.7, "real/logreg": 0.9}
     assert store.claim_next() is None
-    assert store.find_finished(RunConfig(seed=2)) == "old"  # still reused
+    # Stored without resolved settings: never reused (a default may have changed since).
+    from engine.registry import settings_for
+
+    assert store.find_finished(RunConfig(seed=2), settings_for(RunConfig(seed=2))) is None
     # New runs are written without the old columns and read back the same way.
     rid = store.create_run(RunConfig(seed=5))
     store.finish(rid, RunStatus.FINISHED, metrics={"synthetic/logreg": 0.6})

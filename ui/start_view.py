@@ -1,7 +1,8 @@
 """The Playground's answers that need no training: a reused run, and the gallery's run
 for the current settings before Train.
 
-A reuse (engine.jobs.request found a finished run with the same config and seed) is said
+A reuse (engine.jobs.request found a finished run with the same resolved settings and
+seed: every knob after the dataset's defaults, engine/registry.settings_for) is said
 out loud, with a "Train anew" button that asks for a fresh run of the same config
 (`reuse=False`); a fresh run spends privacy budget like any other (engine/ledger.py
 checks it before it is queued). Reads and submits only; training happens in the worker.
@@ -38,7 +39,7 @@ def gallery_answer(jobs, config) -> None:
     gallery's, for the defaults), drawn as it is, labelled as precomputed."""
     if config is None:
         return
-    found = jobs.store.find_finished(config)
+    found = jobs.reusable(config)
     rec = jobs.store.get_run(found) if found else None
     if rec is None:
         return
