@@ -20,7 +20,6 @@ import numpy as np
 from engine import data as datasets
 from engine import cost_probe, ledger, private_tuning
 from engine.config import RunConfig
-from engine.device import resolve_device
 from engine.errors import InputError
 from engine.events import Event, TrainResult
 from engine.jsonsafe import jsonable
@@ -69,6 +68,8 @@ def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
     seen = preview(config, data, params=params)  # the trainer's process: timed here
     if seen.refuse:  # a run that cannot fit in memory ends here with one line
         raise InputError(seen.refuse)
+    from engine.device import resolve_device  # torch: the page imports this module for `preview`
+
     return Prepared(method, data, resolve_device(config.device), params, seen)
 
 
