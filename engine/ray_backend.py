@@ -207,8 +207,9 @@ class _RemoteRun:
         node_config, files = pack(config)
         book, charge = ledger.book_run(config, out_dir)  # charged from here on, as locally
         self.gen = _train_on_node.options(**options).remote(
-            node_config.to_dict(), self.run_id, {k: ray.put(v) for k, v in files.items()},
-            full_eval, self.cpus, self.s.execute)
+            # Through the object store: a top-level ref arrives in the task as the dict.
+            node_config.to_dict(), self.run_id, ray.put(files), full_eval, self.cpus,
+            self.s.execute)
         try:
             for ref in self.gen:
                 ev, artifacts = ray.get(ref)
