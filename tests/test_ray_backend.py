@@ -208,3 +208,14 @@ def test_a_node_that_dies_fails_its_run_only(two_nodes, tmp_path):
         assert jm.wait(small, timeout=HANG_S) == RunStatus.FINISHED
     finally:
         jm.shutdown()
+
+
+def test_overhead_bench_tiny():
+    """bench/ray_overhead.py in its tiny configuration, so the bench cannot rot."""
+    out = subprocess.run([sys.executable, "bench/ray_overhead.py", "--tiny"], cwd=ROOT,
+                         text=True, capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("ray ") for line in lines)
+    assert any(line.startswith("local ") for line in lines)
+    assert "Ray overhead, start to first event" in out.stdout
