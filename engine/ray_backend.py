@@ -205,6 +205,8 @@ class _RemoteRun:
                              f"app without {ENV} to run it.")
         options = task_options(config, self.device, self.cpus)
         node_config, files = pack(config)
+        if stop.is_set():  # stopped while its resources were being worked out
+            return
         book, charge = ledger.book_run(config, out_dir)  # charged from here on, as locally
         self.gen = _train_on_node.options(**options).remote(
             # Through the object store: a top-level ref arrives in the task as the dict.

@@ -219,3 +219,14 @@ def test_overhead_bench_tiny():
     assert any(line.startswith("ray ") for line in lines)
     assert any(line.startswith("local ") for line in lines)
     assert "Ray overhead, start to first event" in out.stdout
+
+
+def test_cpus_per_run_setting():
+    from engine import ray_backend
+    from engine.errors import InputError
+
+    assert ray_backend.cpus_per_run({}) == 1
+    assert ray_backend.cpus_per_run({"DPSYNTH_RAY_CPUS": "4"}) == 4
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(InputError, match="DPSYNTH_RAY_CPUS"):
+            ray_backend.cpus_per_run({"DPSYNTH_RAY_CPUS": bad})
