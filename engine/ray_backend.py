@@ -212,6 +212,8 @@ class _RemoteRun:
             # Through the object store: a top-level ref arrives in the task as the dict.
             node_config.to_dict(), self.run_id, ray.put(files), full_eval, self.cpus,
             self.s.execute)
+        if stop.is_set():  # stopped while it was being submitted
+            ray.cancel(self.gen)
         try:
             for ref in self.gen:
                 ev, artifacts = ray.get(ref)
@@ -223,7 +225,8 @@ class _RemoteRun:
             if not stop.is_set():
                 raise NodeLost("the Ray task was cancelled outside the app") from None
         except rex.RayTaskError as e:
-            if stop.is_set() and isinstance(e.cause, (KeyboardInterrupt, rex.TaskCancelledError)):
+            stopped = isinstance(e.cause, (KeyboardInterrupt, rex.TaskCancelledError))
+            if stop.is_set() and stopped:
                 return  # engine.worker.run records CANCELLED: the user stopped it
             raise (e.cause if isinstance(e.cause, Exception) else NodeLost(str(e))) from e
         except NODE_LOST as e:
