@@ -49,7 +49,7 @@ from engine.events import Event, TrainResult
 from engine.processes import process_token
 from engine.records import RunStatus
 from engine.store import RunStore
-from engine.worker import POLL_S, STOP_GRACE_S, WorkerSettings, run
+from engine.worker import POLL_S, STOP_GRACE_S, TRAINER_NICE, WorkerSettings, run
 
 ENV = "DPSYNTH_RAY_ADDRESS"
 CPUS_ENV = "DPSYNTH_RAY_CPUS"  # CPUs (and torch threads) per run on the cluster; default 1
@@ -139,6 +139,10 @@ def _train_on_node(config: dict, run_id: str, files: dict[str, bytes], full_eval
     import torch
     from threadpoolctl import threadpool_limits
 
+    # The node may be the head that serves the app (`ray start --head` trains too): pages
+    # first, as with local trainers. Absolute, since Ray reuses this process for more runs.
+    now = os.getpriority(os.PRIO_PROCESS, 0)
+    os.setpriority(os.PRIO_PROCESS, 0, max(now, TRAINER_NICE))
     torch.set_num_threads(threads)
     threadpool_limits(threads)
     if execute is None:
