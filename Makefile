@@ -10,8 +10,9 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
+# `make run RAY=auto` (or RAY=ray://host:10001) trains on a Ray cluster; unset, Ray never starts.
 run: $(STAMP)
-	$(VENV)/bin/streamlit run app.py
+	$(if $(RAY),DPSYNTH_RAY_ADDRESS=$(RAY) )$(VENV)/bin/streamlit run app.py
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -23,6 +23,7 @@ and show its accuracy.
 
     nice -n 10 .venv/bin/python bench/workshop.py [--sessions 20] [--client ws|browser]
         [--browsers 2] [--arrive-every 3] [--timeout 2400] [--query dpmerf_epochs=1]
+        [--backend local|ray]
 """
 
 from __future__ import annotations
@@ -241,6 +242,10 @@ def main() -> None:
     ap.add_argument("--query", default="",
                     help="extra Playground URL settings, e.g. dpmerf_epochs=1 (default: "
                          "none, the digits default)")
+    ap.add_argument("--backend", choices=["local", "ray"], default="local",
+                    help="local: the app's own trainer processes (default); ray: its worker "
+                         "hands runs to Ray ($DPSYNTH_RAY_ADDRESS, else a one-machine Ray "
+                         "it starts), engine/ray_backend.py")
     ap.add_argument("--tiny", action="store_true",
                     help="two sessions, one arriving every second, a tiny run each: the "
                          "configuration a test runs so the bench cannot rot")
@@ -261,7 +266,10 @@ def main() -> None:
         prefix="dpsynth-workshop-"))
     runs.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    server = start_server(runs, port)
+    env = {k: v for k, v in os.environ.items() if k != "DPSYNTH_RAY_ADDRESS"}
+    if args.backend == "ray":
+        env["DPSYNTH_RAY_ADDRESS"] = os.environ.get("DPSYNTH_RAY_ADDRESS") or "local"
+    server = start_server(runs, port, env=env)
     meter = CpuMeter(server.pid)
     meter.start()
     me0 = _self_cpu()
@@ -282,6 +290,7 @@ def main() -> None:
     finally:
         meter.done.set()
         stop_server(server)
+    print(f"backend: {args.backend}")
     report(args, browsers, out, late, wall, warm, rows, runs,
            (server_share, train_share, client_share), meter)
     if not keep:

@@ -18,6 +18,7 @@ cheap. Queue positions, start and finish times are estimates (engine/eta.py).
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -106,7 +107,7 @@ class JobManager:
     def __init__(self, store: RunStore, *, slots_per_device: int | None = None,
                  execute: Execute | None = None, full_eval: bool = True,
                  torch_threads: int | None = None, idle_exit_s: float = 600.0,
-                 heartbeat_s: float = HEARTBEAT_S) -> None:
+                 heartbeat_s: float = HEARTBEAT_S, ray_address: str | None = None) -> None:
         if slots_per_device is not None and slots_per_device < 1:
             raise InputError(f"slots_per_device must be >= 1. Got {slots_per_device!r}.")
         self.store = store
@@ -118,7 +119,10 @@ class JobManager:
             root=str(store.root), parent=OWNER or "", slots_per_device=use.slots,
             full_eval=full_eval, execute=execute, idle_exit_s=idle_exit_s,
             heartbeat_s=heartbeat_s,
-            torch_threads=torch_threads or use.threads)
+            torch_threads=torch_threads or use.threads,
+            # $DPSYNTH_RAY_ADDRESS: runs train on a Ray cluster (engine/ray_backend.py);
+            # unset, Ray is never imported.
+            ray_address=ray_address or os.environ.get("DPSYNTH_RAY_ADDRESS") or None)
         self._worker: Any = None
         self._closing = CTX.Event()
         self._closed = threading.Event()

@@ -61,6 +61,8 @@ class WorkerSettings:
     execute: Callable[..., Iterator[Any]] | None = None
     idle_exit_s: float = 600.0  # no queued or running run for this long: the worker ends
     heartbeat_s: float = HEARTBEAT_S
+    # A Ray cluster to train on (engine/ray_backend.py); None = local trainer processes.
+    ray_address: str | None = None
 
 
 # ---------------------------------------------------------------------- worker
@@ -82,7 +84,12 @@ def serve(settings: WorkerSettings, closing) -> None:
     # spin a pool of every core (measured: evaluation 10x slower with two slots).
     for var in _POOL_VARS:
         os.environ[var] = str(settings.torch_threads)
-    worker = _Worker(settings, RunStore(root), closing)
+    if settings.ray_address:  # only then is Ray imported (engine/ray_backend.py)
+        from engine.ray_backend import RayWorker
+
+        worker: Any = RayWorker(settings, RunStore(root), closing)
+    else:
+        worker = _Worker(settings, RunStore(root), closing)
     reason = "the worker stopped"
     try:
         reason = worker.loop()
