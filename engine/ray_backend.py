@@ -45,7 +45,7 @@ import ray.exceptions as rex
 
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.events import Event, TrainResult
+from engine.events import Event
 from engine.processes import process_token
 from engine.records import RunStatus
 from engine.store import RunStore
@@ -118,8 +118,7 @@ def _light(ev: Event) -> Event:
     """The final event without the synthetic arrays: they come home as files."""
     if ev.result is None:
         return ev
-    empty = TrainResult(np.empty(0, np.float32), np.empty(0, np.int64), ev.result.privacy,
-                        ev.result.info, ev.result.seconds)
+    empty = dataclasses.replace(ev.result, x=np.empty(0, np.float32), y=np.empty(0, np.int64))
     return dataclasses.replace(ev, result=empty)
 
 
@@ -258,7 +257,7 @@ def _settle(book, charge: str | None, ev: Event, artifacts: dict[str, bytes]) ->
     metrics = json.loads(artifacts["metrics.json"])
     metrics.pop("ledger", None)
     if charge is not None and ev.result is not None:
-        book.settle(charge, ev.result.privacy)
+        book.settle(charge, ev.result.privacy.to_dict())
         metrics["ledger"] = book.summary_for(charge)
     artifacts["metrics.json"] = json.dumps(metrics, indent=2, sort_keys=True).encode()
 
