@@ -156,12 +156,32 @@ def fit_batches(n_images: int, max_epochs: int = MAX_EPOCHS) -> float:
     return per_epoch * max_epochs
 
 
+_BATCH_SECONDS = None  # a TimedCache on disk, made on first use (engine/cost_cache.py)
+
+
 def estimate_seconds(n_images: int, image_shape: tuple[int, int, int], n_classes: int, *,
-                     device="cpu", max_epochs: int = MAX_EPOCHS, probe_batches: int = 5) -> float:
+                     device="cpu", max_epochs: int = MAX_EPOCHS, threads: int | None = None,
+                     away=None) -> float | None:
     """Seconds one `scored_epochs` fit of `n_images` takes at most (all `max_epochs`): a
-    training batch timed on this machine, on random images of the same shape (no data is
-    read, so no privacy cost), times `fit_batches`. Early stopping usually ends it sooner;
-    the bound is what a preview promises."""
+    training batch timed on this machine (cached like the trainers' rates), times
+    `fit_batches`. Early stopping usually ends it sooner; the bound is what a preview
+    promises. `away(cache, key)` (engine/cost_probe.away: the web server) answers from
+    the cache instead of timing here, None while another process times it."""
+    global _BATCH_SECONDS
+    from engine import cost_cache
+
+    if _BATCH_SECONDS is None:
+        _BATCH_SECONDS = cost_cache.TimedCache("cnn")
+    key = ("cnn-batch", tuple(int(v) for v in image_shape), int(n_classes), str(device),
+           torch.get_num_threads() if threads is None else int(threads))
+    per_batch = (away(_BATCH_SECONDS, key) if away is not None else
+                 _BATCH_SECONDS.get(key, lambda: _time_batch(image_shape, n_classes, device)))
+    return None if per_batch is None else per_batch * fit_batches(n_images, max_epochs)
+
+
+def _time_batch(image_shape, n_classes: int, device, probe_batches: int = 5) -> float:
+    """Seconds of one warm training batch on random images of this shape: no data is
+    read, so timing costs no privacy."""
     rng = np.random.default_rng(0)
     device = torch.device(device)
     probe = (probe_batches + 1) * BATCH
@@ -172,4 +192,4 @@ def estimate_seconds(n_images: int, image_shape: tuple[int, int, int], n_classes
     _train_epoch(model, opt, xt, yt, rng, BATCH, max_batches=1)  # warm-up: allocator, kernels
     t0 = time.perf_counter()
     timed = _train_epoch(model, opt, xt, yt, rng, BATCH, max_batches=probe_batches)
-    return (time.perf_counter() - t0) / timed * fit_batches(n_images, max_epochs)
+    return (time.perf_counter() - t0) / timed

@@ -24,7 +24,8 @@ MEASURING = "measuring…"  # the basis while the cost is being timed elsewhere
 _COST_KEYS = {"estimated seconds": "seconds", "estimated seconds (timed now)": "timed_seconds",
               "estimate basis": "basis", "estimated memory (GB)": "memory_gb",
               "estimated s / step": "per_step_s", "estimated s / iteration": "per_step_s",
-              "estimated steps": "steps", "faster with": "faster_with"}
+              "estimated steps": "steps", "faster with": "faster_with",
+              "estimated CNN seconds (at most)": "cnn_seconds"}
 _NOTES = ("warning", "hint", "refuse")
 
 
@@ -40,6 +41,8 @@ class Cost:
     unit: str = "step"  # what `per_step_s` counts: "step" or "iteration"
     steps: int | None = None
     faster_with: str | None = None  # the method's knobs that shorten a run, in words
+    # scoring with the CNN (images, when asked), at most: every epoch, synthetic + real
+    cnn_seconds: float | None = None
 
     @property
     def measuring(self) -> bool:
@@ -70,7 +73,7 @@ def from_method(raw: dict, config, n_train: int) -> Preview:
     cost_fields = {_COST_KEYS[k]: v for k, v in raw.items() if k in _COST_KEYS}
     if "estimated s / iteration" in raw:
         cost_fields["unit"] = "iteration"
-    has_cost = any(k in cost_fields for k in ("seconds", "memory_gb", "basis"))
+    has_cost = any(k in cost_fields for k in ("seconds", "memory_gb", "basis", "cnn_seconds"))
     warnings = [delta_warning(config.delta, n_train) if config.private else None,
                 raw.get("warning")]
     seen: list[str] = []
@@ -99,4 +102,6 @@ def cost_line(cost: Cost | None) -> str:
         parts.append(f"{per * 1000:,.0f} ms each" if per < 1 else f"{per:.1f} s each")
     if cost.memory_gb is not None:
         parts.append(f"~{float(cost.memory_gb):.1f} GB memory")
+    if cost.cnn_seconds is not None:
+        parts.append(f"then up to {duration(cost.cnn_seconds)} to score with the CNN")
     return " · ".join(parts)

@@ -124,3 +124,28 @@ def test_the_web_server_never_times_it_asks_the_probe(monkeypatch, tmp_path, dig
     after = preview(cfg, digits, time_here=False)
     assert not after.cost.measuring and after.cost.seconds == pytest.approx(0.5 * after.cost.steps)
     assert len(asked) == 1  # fresh rates: no second probe
+
+
+def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, tmp_path, digits):
+    """With "also score with a CNN", the preview bounds the CNN's time (every epoch, the
+    synthetic fit and the real reference); the web server asks the probe for it too."""
+    from engine import cnn, cost_probe
+    from engine.config import RunConfig
+    from engine.preview import cost_line
+    from engine.runner import preview
+
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    monkeypatch.setattr(cnn, "_BATCH_SECONDS", None)
+    monkeypatch.setattr(cnn, "_time_batch", lambda *a: pytest.fail("timed in the server"))
+    monkeypatch.setattr(cost_probe, "request", lambda key, config: None)
+    cfg = RunConfig(method="marginals", dataset="digits", cnn_eval=True, n_synthetic=500)
+    assert preview(cfg, digits, time_here=False).cost.cnn_seconds is None  # being timed
+
+    monkeypatch.setattr(cnn, "_time_batch", lambda *a: 0.01)  # the probe's process times
+    cost_probe.measure(cfg)
+    cost = preview(cfg, digits, time_here=False).cost
+    both = cnn.fit_batches(500) + cnn.fit_batches(digits.n_train)
+    assert cost.cnn_seconds == pytest.approx(0.01 * both)
+    assert "to score with the CNN" in cost_line(cost)
+    assert preview(RunConfig(method="marginals", dataset="digits"), digits).cost is None \
+        or preview(RunConfig(method="marginals", dataset="digits"), digits).cost.cnn_seconds is None
