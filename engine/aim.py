@@ -152,6 +152,7 @@ def _mbi():
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_compilation_cache", False)  # mbi: counterproductive
     import mbi
 
     return mbi
