@@ -47,6 +47,7 @@ from engine.params import check_knobs, knob
 from engine.privacy import delta_warning, gaussian_noise
 
 TITLE = "AIM (adaptive marginals)"
+DATA_KINDS = ("tabular",)  # what it models (engine/gallery.py reads it)
 MC_ROWS = 100_000  # records sampled from the model to estimate its marginals
 BIAS = math.sqrt(2 / math.pi)  # E|N(0, 1)|: the L1 error noise alone would leave per cell
 
@@ -59,9 +60,10 @@ class Params:
     bins: int = knob(8, lo=2, hi=64, main=True,
                      help="Equal-width bins per numeric column on its public (or privately "
                           "released) bounds. Fewer bins = fewer cells sharing the noise.")
-    rounds: int = knob(64, lo=2, main=True,
-                       help="T of the paper: the first rounds' budget is ρ/T each (16·columns "
-                            "in the paper; fewer runs faster). Annealing may end sooner.")
+    rounds: int = knob(31, lo=1, main=True,
+                       help="Rounds after the one-way marginals: with d attributes the first "
+                            "rounds get ρ/(d + rounds) each (the paper: 16·d in all; fewer "
+                            "runs faster). Annealing may end sooner.")
     max_model_size: float = knob(4.0, lo=0.0, lo_open=True,
                                  help="Cap on the graphical model's size (MB): candidates "
                                       "that would pass it (scaled by the budget used) are "
@@ -79,21 +81,15 @@ class Params:
 
     @classmethod
     def for_data(cls, data: Dataset) -> "Params":
-        """T = 2 per attribute (label included), at least 16: an eighth of the paper's
-        16·d, so a laptop run takes seconds; the number of columns is public."""
-        d = len(data.columns or []) + 1
-        return cls(rounds=max(16, 2 * d))
+        """As many rounds as attributes (label included), at least 16: T = 2·d in all, an
+        eighth of the paper's 16·d, so a laptop run takes seconds; d is public."""
+        return cls(rounds=max(16, len(data.columns or []) + 1))
 
     def validate(self, data: Dataset) -> "Params":
         check_knobs(self, TITLE, data)
         if data.kind != "tabular":
             raise InputError(f"{TITLE} models tables; {data.name} is {data.kind} data "
                              "(use dpmerf, datalens or marginals).")
-        d = len(data.columns) + 1
-        if self.rounds <= d:
-            raise InputError(f"The 'rounds' parameter of {TITLE} must exceed the number of "
-                             f"attributes ({d}, label included): the one-way marginals alone "
-                             f"take {d}/T of the budget. Got {self.rounds} instead.")
         return self
 
 
@@ -104,7 +100,8 @@ def _plan(config, params: Params, data: Dataset) -> tuple[aim_plan.Budget, float
     budget = aim_plan.plan_budget(config, measure_share=params.measure_share,
                                   bounds_share=params.bounds_share,
                                   n_private_bounds=len(aim_plan.private_bounds_columns(data)))
-    return (budget, *aim_plan.first_round(budget, params.rounds, len(data.columns) + 1))
+    d = len(data.columns) + 1
+    return (budget, *aim_plan.first_round(budget, d + params.rounds, d))
 
 
 def privacy_preview(config, params: Params, data: Dataset) -> dict:
@@ -223,7 +220,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
             rho_used += zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma) + zcdp.selection_rho(eps_t)
             size_limit = params.max_model_size * rho_used / budget.rho
         else:
-            last = t >= params.rounds - len(disc.names)
+            last = t >= params.rounds
             size_limit = params.max_model_size * t / params.rounds
         pool = _small(mbi, candidates, model, size_limit)
         keys = list(pool)
