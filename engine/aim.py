@@ -198,7 +198,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     for cl in ((a,) for a in disc.names):
         y = _measure(answers[cl], sigma)
         measurements.append(mbi.LinearMeasurement(y, cl, stddev=sigma or 1.0))
-        releases.append(_gauss(f"marginal {cl[0]}", MARGINAL_SENSITIVITY, sigma))
+        releases.append(_gauss("marginal", MARGINAL_SENSITIVITY, sigma, clique=cl))
     model = _fit(mbi, domain, measurements, n, params.iters)
     yield Event("release", 0, params.rounds, _spent(releases, config),
                 message=f"measured {len(measurements)} one-way marginals")
@@ -233,7 +233,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         before = _project(model, cl)
         y = _measure(answers[cl], sigma)
         measurements.append(mbi.LinearMeasurement(y, cl, stddev=sigma or 1.0))
-        releases.append(_gauss(f"marginal {' x '.join(cl)}", MARGINAL_SENSITIVITY, sigma))
+        releases.append(_gauss("marginal", MARGINAL_SENSITIVITY, sigma, clique=cl))
         model = _fit(mbi, domain, measurements, n, params.iters, warm=model)
         if budget.private and np.abs(_project(model, cl) - before).sum() <= BIAS * sigma * y.size:
             sigma, eps_t, anneals = sigma / 2, eps_t * 2, anneals + 1
@@ -308,17 +308,22 @@ def _sample(model, n_out: int, disc, seed: int):
 # ------------------------------------------------------------------ the report
 
 
-def _gauss(name: str, sensitivity: float, sigma: float) -> dict:
-    return {"name": name, "kind": "gaussian", "sensitivity": sensitivity, "count": 1,
-            "sigma": sigma, "noise_multiplier": sigma / sensitivity,
-            "rho": zcdp.gaussian_rho(sensitivity, sigma)}
+# The names a run's privacy.releases use (tests/test_disclosures.py maps each to an audit).
+RELEASE_NAMES = ("numeric bounds histogram", "marginal", "selection (exponential mechanism)")
+
+
+def _gauss(name: str, sensitivity: float, sigma: float, clique=None) -> dict:
+    out = {"name": name, "kind": "gaussian", "sensitivity": sensitivity, "count": 1,
+           "sigma": sigma, "noise_multiplier": sigma / sensitivity,
+           "rho": zcdp.gaussian_rho(sensitivity, sigma)}
+    return {**out, "clique": list(clique)} if clique else out
 
 
 def _selection(t: int, eps: float, quality_sensitivity: float) -> dict:
     """A selection as the ledger reads it: the Gaussian mechanism (μ = 1/multiplier,
     sensitivity 1) whose Gaussian-DP curve it satisfies (engine/zcdp.py)."""
     mu = zcdp.bounded_range_mu(eps)
-    return {"name": f"selection {t} (exponential mechanism)", "kind": "exponential",
+    return {"name": RELEASE_NAMES[2], "round": t, "kind": "exponential",
             "epsilon": eps, "quality_sensitivity": quality_sensitivity,
             "sensitivity": 1.0, "count": 1, "noise_multiplier": 1.0 / mu, "sigma": 1.0 / mu,
             "rho": zcdp.selection_rho(eps)}

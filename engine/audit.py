@@ -38,7 +38,7 @@ METHOD_AUDITS = {
                "numeric bounds histogram"),
     "datalens": ("DataLens train", "DataLens votes + stopping rule"),
     "marginals": ("marginals train",),
-    "aim": ("AIM train",),
+    "aim": ("AIM train", "numeric bounds histogram"),
 }
 
 # ------------------------------------------------------------------ pure statistics
