@@ -230,7 +230,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         sens = MARGINAL_L1_SENSITIVITY * max(pool.values())
         cl = keys[_select(quality, eps_t, sens)]
         releases.append(_selection(t, eps_t, sens))
-        before = _project(model, cl)
+        before = est[cl]  # the model's marginal before this measurement (estimated)
         y = _measure(answers[cl], sigma)
         measurements.append(mbi.LinearMeasurement(y, cl, stddev=sigma or 1.0))
         releases.append(_gauss("marginal", MARGINAL_SENSITIVITY, sigma, clique=cl))
