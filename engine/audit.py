@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import audit_releases, audit_train, privacy
+from engine import audit_aim, audit_releases, audit_train, privacy
 from engine.audit_stats import epsilon_lower_bound
 
-RELEASES = {**audit_releases.RELEASES, **audit_train.RELEASES}
+RELEASES = {**audit_releases.RELEASES, **audit_train.RELEASES, **audit_aim.RELEASES}
 
 # Every registered method (engine/registry.py METHODS) and the audits that run its release
 # as its `train` does: through `train` itself, or the smallest function `train` calls that
@@ -38,6 +38,7 @@ METHOD_AUDITS = {
                "numeric bounds histogram"),
     "datalens": ("DataLens train", "DataLens votes + stopping rule"),
     "marginals": ("marginals train",),
+    "aim": ("AIM train", "numeric bounds histogram"),
 }
 
 @dataclass(frozen=True)

@@ -42,6 +42,15 @@ def entry_name(config: RunConfig) -> str:
     return f"{config.dataset}-{config.method}-eps{eps}-seed{config.seed}"
 
 
+def dataset_for(method: str) -> str:
+    """The built-in a gallery entry of `method` trains on (a method module's DATA_KINDS
+    says what it models; images unless it says otherwise)."""
+    from engine.registry import get_method
+
+    return "digits" if "image" in getattr(get_method(method), "DATA_KINDS", ("image",)) \
+        else "breast_cancer"
+
+
 def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
          only_available: bool = True) -> list[RunConfig]:
     """The gallery's runs: (dataset, method) pairs × EPSILONS, dataset defaults.
@@ -52,7 +61,8 @@ def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
 
     from engine.registry import METHODS
 
-    pairs = [("digits", method) for method in METHODS]  # every registered method
+    # Every registered method: on digits, or on breast_cancer if it models tables only.
+    pairs = [(dataset_for(method), method) for method in METHODS]
     available = {d["name"] for d in list_datasets() if d["available"]}
     if fashion and ("fashion_mnist" in available or not only_available):
         pairs.append(("fashion_mnist", "dpmerf"))

@@ -186,6 +186,9 @@ class NoisyRelease:
     count: int
     sigma: float
     noise_multiplier: float | None = None
+    # what else the method records of this release (AIM: its kind, clique, round, ρ),
+    # written after the fields above; never read by the accountant
+    details: dict = field(default_factory=dict)
 
     @property
     def multiplier(self) -> float:
@@ -199,7 +202,7 @@ class NoisyRelease:
         if self.noise_multiplier is not None:
             out["noise_multiplier"] = self.noise_multiplier
         out["sigma"] = self.sigma
-        return out
+        return {**out, **self.details}
 
 
 def releases_epsilon(releases, *, delta: float, accountant: str = "exact") -> float:
@@ -224,6 +227,9 @@ class PrivacyReport:
     releases: tuple[NoisyRelease, ...] = field(default_factory=tuple)
     noise_multiplier: float | None = None
     steps: int | None = None
+    # a method's further figures (AIM: both bounds, ρ, the number of selections), written
+    # after the fields above; the spent ε above is what the ledger and the pages read
+    details: dict = field(default_factory=dict)
 
     def sigmas(self) -> dict[str, float]:
         """{release name: noise std}."""
@@ -238,7 +244,7 @@ class PrivacyReport:
         out["releases"] = [r.to_dict() for r in self.releases]
         if self.steps is not None:
             out["steps"] = self.steps
-        return out
+        return {**out, **self.details}
 
 
 def report(releases, *, epsilon_target: float, delta: float, accountant: str = "exact",
@@ -356,3 +362,5 @@ def calibrate_search(*, epsilon: float, delta: float, mean: float, shape: float)
 
     return _smallest_multiplier(eps, epsilon, lo=0.05, too_small=(
         f"epsilon={epsilon} is too small for a search with E[K]={mean:g}."))
+
+from engine.zcdp import bounded_range_mu, epsilon as zcdp_epsilon, rho_for as zcdp_rho_for  # noqa: E402,F401

@@ -49,6 +49,7 @@ METHODS: dict[str, str] = {
     "dpmerf": "engine.dpmerf",
     "datalens": "engine.datalens",
     "marginals": "engine.marginals",
+    "aim": "engine.aim",
 }
 
 

@@ -279,6 +279,12 @@ def _dpmerf_module():
     return dpmerf
 
 
+def _aim_module():
+    from engine import aim
+
+    return aim
+
+
 def _dp_bounds_module():
     from engine import dp_bounds
 
@@ -314,6 +320,7 @@ PLANTED = [
     ("marginals train", "sigma halved", _halve_noise(_marginals_module()), 0.3, None),
     ("marginals train", "sensitivity halved",
      _halve(_marginals_module(), "HISTOGRAM_SENSITIVITY"), 0.3, None),
+    ("AIM train", "sigma halved", _halve_noise(_aim_module()), 0.3, None),
 ]
 
 

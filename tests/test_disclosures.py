@@ -59,6 +59,11 @@ AUDITED_RELEASES = {
     ("datalens", "teacher votes (one per synthetic record per step)"): ("DataLens train",),
     ("marginals", "class counts"): ("marginals train",),
     ("marginals", "column histograms"): ("marginals train",),
+    ("aim", "numeric bounds histogram"): ("numeric bounds histogram",),
+    ("aim", "marginal"): ("AIM train",),
+    # Audited against the whole run's claim with the selections replayed; the selection's
+    # own Gaussian-DP charge is checked on its exact trade-off curve (tests/test_aim.py).
+    ("aim", "selection (exponential mechanism)"): ("AIM train",),
 }
 
 
@@ -80,6 +85,10 @@ def _release_names(method: str) -> set[str]:
         return names
     if method == "marginals":
         return {r.name for r in marginals._calibrate(cfg, marginals.Params(), 3).releases}
+    if method == "aim":
+        from engine import aim
+
+        return set(aim.RELEASE_NAMES)
     from engine import datalens_accounting
 
     return {datalens_accounting.VOTES}
