@@ -91,7 +91,7 @@ def run_one(method: str, data: Dataset, epsilon: float, seed: int, overrides=Non
     scores = full_evaluation(res.x, res.y, data, models=("logreg",), include_real=False, seed=seed)
     return {"accuracy": scores["synthetic/logreg"], "roc_auc": scores["synthetic/logreg/roc_auc"],
             "workload_tv": workload_error(data.x_train, data.y_train, res.x, res.y, data.columns),
-            "epsilon": res.privacy["epsilon_spent"], "seconds": seconds}
+            "epsilon": res.privacy.epsilon_spent, "seconds": seconds}
 
 
 def main(argv=None) -> None:

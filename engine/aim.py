@@ -45,7 +45,7 @@ from engine.events import Event, TrainResult
 from engine.ledger_math import from_releases, total_epsilon
 from engine.params import check_knobs, knob
 from engine.noise import gaussian_noise, noise_generator
-from engine.privacy import NoisyRelease, PrivacyReport, delta_warning
+from engine.privacy import NoisyRelease, PrivacyReport
 
 TITLE = "AIM (adaptive marginals)"
 DATA_KINDS = ("tabular",)  # what it models (engine/gallery.py reads it)
@@ -118,9 +118,7 @@ def privacy_preview(config, params: Params, data: Dataset) -> dict:
                    "and keeps relations between columns that independent marginals lose."}
     if budget.bounds_sigma:
         out["numeric bounds: noise std per count"] = budget.bounds_sigma
-    warning = delta_warning(config.delta, data.n_train) if config.private else None
-    if warning:
-        out["warning"] = warning
+    out["accountant"] = ACCOUNTANT if budget.private else privacy.NON_PRIVATE
     return out
 
 
@@ -309,6 +307,9 @@ def _sample(model, n_out: int, disc, seed: int):
 # ------------------------------------------------------------------ the report
 
 
+ACCOUNTANT = ("Gaussian DP, exact (autodp ComposeGaussian; selections by their bounded-range "
+              "Gaussian-DP curve) and zCDP (Canonne-Kamath-Steinke conversion): the smaller")
+
 # The names a run's privacy.releases use (tests/test_disclosures.py maps each to an audit).
 RELEASE_NAMES = ("numeric bounds histogram", "marginal", "selection (exponential mechanism)")
 
@@ -340,9 +341,7 @@ def _report(config, budget: aim_plan.Budget, releases: list[dict]) -> PrivacyRep
     rho = sum(r["rho"] for r in releases)
     eps_gdp = total_epsilon(from_releases({"releases": releases}) or (), delta=config.delta)
     eps_z = zcdp.epsilon(rho, config.delta)
-    accountant = ("Gaussian DP, exact (autodp ComposeGaussian; selections by their "
-                  "bounded-range Gaussian-DP curve) and zCDP (Canonne-Kamath-Steinke "
-                  "conversion): the smaller") if budget.private else privacy.NON_PRIVATE
+    accountant = ACCOUNTANT if budget.private else privacy.NON_PRIVATE
     details = {"epsilon_gaussian_dp": eps_gdp, "epsilon_zcdp": eps_z, "rho": rho,
                "rho_budget": budget.rho, "neighbours": "replace-one (n public)",
                "selections": sum(r["kind"] == "exponential" for r in releases),
