@@ -7,7 +7,6 @@ synthetic.csv (tabular), samples.png.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -24,7 +23,7 @@ from engine.config import RunConfig
 from engine.device import resolve_device
 from engine.errors import InputError
 from engine.events import Event, TrainResult
-from engine.jsonsafe import jsonable
+from engine.jsonsafe import jsonable, write_json
 from engine.privacy import delta_warning
 from engine.registry import get_method, make_params
 from engine.render import image_grid, table_image
@@ -259,7 +258,7 @@ def disclosures(data: datasets.Dataset, scores: dict) -> dict:
 
 
 def _write_metrics(out: Path, metrics: dict) -> None:
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    write_json(out / "metrics.json", metrics, indent=2, sort_keys=True)
 
 
 def write_synthetic(out: Path, result: TrainResult, data: datasets.Dataset) -> Path:

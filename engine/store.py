@@ -44,6 +44,7 @@ from typing import Any
 from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.jsonsafe import dumps
 from engine.processes import OWNER, process_token
 from engine.records import (ACTIVE, TERMINAL, RunRecord, RunStatus, metrics_from_file,
                             numeric_metrics)
@@ -205,7 +206,7 @@ class RunStore:
                 args.append(store_db.finite_or_none(epsilon_spent))
             if metrics:
                 sets.append("summary=?")
-                args.append(json.dumps(numeric_metrics(metrics)))
+                args.append(dumps(numeric_metrics(metrics)))
             con.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id=?", (*args, run_id))
             con.commit()
 
@@ -224,7 +225,7 @@ class RunStore:
         args: list[Any] = [status.value, now, now, message]
         if metrics:
             sets.append("summary=?")
-            args.append(json.dumps(numeric_metrics(metrics)))
+            args.append(dumps(numeric_metrics(metrics)))
         where = "id=?" + (" AND status IN (?,?)" if if_active else "")
         extra = (_QUEUED, _RUNNING) if if_active else ()
         return self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE {where}",
@@ -295,7 +296,7 @@ class RunStore:
                 (run_id, now - train_s, now - train_s, now, now, RunStatus.FINISHED.value,
                  config.method, config.dataset, eps, config.delta, int(config.seed), sweep,
                  config.to_json(), steps, steps, spent,
-                 json.dumps(metrics_from_file(metrics)), message))
+                 dumps(metrics_from_file(metrics)), message))
             con.commit()
         return cur.rowcount == 1
 
@@ -310,7 +311,7 @@ class RunStore:
             con = self._con()
             con.execute(store_db.LABELS_SCHEMA)
             con.execute("INSERT OR REPLACE INTO run_labels VALUES (?,?,?)",
-                        (run_id, name, json.dumps(clean)))
+                        (run_id, name, dumps(clean)))
             con.commit()
 
     def labels(self) -> dict[str, dict[str, Any]]:
