@@ -106,7 +106,8 @@ def _plan(data: Dataset, params: Params, model_gen: torch.Generator,
     private_cols = [j for j, c in enumerate(cols) if c.bounds is None]
     sources = sorted({c.bounds_source for c in cols if c.bounds is not None})
     if private_cols:
-        sources.append("DP release (noisy power-of-two histogram, part of the budget)")
+        sources.append("DP release (noisy histogram over a public geometric grid, "
+                       "engine/dp_bounds.py, part of the budget)")
     if params.length_scale is not None:
         ls, src = params.length_scale, "user"
     else:

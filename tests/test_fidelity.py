@@ -24,7 +24,8 @@ def test_column_distances_match_a_hand_computation():
     assert cols["a"]["ks"] == pytest.approx(0.25)  # CDFs differ by ¼ at 0 and at 3
     # b: sorted real 0 2 4 6 vs -4 -2 -1 -1: W1 = (4+4+5+7)/4 = 5, over range 20
     assert cols["b"]["wasserstein_normalised"] == pytest.approx(0.25)
-    assert out["mean_column_distance"] == pytest.approx((0.125 + 0.25 + 0.25) / 3)
+    assert cols["b"]["ks"] == pytest.approx(1.0)  # every synthetic b below every real one
+    assert out["mean_column_distance"] == pytest.approx((0.25 + 1.0 + 0.25) / 3)  # KS, KS, TV
     hist = cols["c"]["histogram"]
     assert hist["real"] == [0.5, 0.5] and hist["synthetic"] == [0.25, 0.75]
 
