@@ -61,10 +61,12 @@ def run_one(method: str, ds: dict, eps: float, seed: int, home: Path, extra: lis
         cmd += ["--data-option", f"{k}={v}"]
     env = {**os.environ, "DPSYNTH_HOME": str(home), "DPSYNTH_RUNS": str(home / "runs")}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    err = proc.stderr.read()
+    log = home / f"{out.name}.log"  # a file, not a pipe: the progress bar would fill a
+    with open(log, "w") as err_file:  # pipe nobody reads until the child ends (deadlock)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=err_file)
+        _, status, usage = os.wait4(proc.pid, 0)
+    err = log.read_text()
     if status != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
     metrics = json.loads((out / "metrics.json").read_text())
