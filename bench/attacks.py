@@ -20,7 +20,6 @@ engine/attacks.py). Training settings are small so that the grid finishes in min
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import tempfile
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from engine.jsonsafe import dumps  # noqa: E402
 from engine import attack_run  # noqa: E402
 from engine.config import RunConfig, parse_epsilon  # noqa: E402
 from engine.registry import METHODS  # noqa: E402
@@ -190,7 +190,7 @@ def main() -> int:
             print(cost(datasets.load("csv", options=mixed_csv(tmp / "adult.csv", adult)),
                        f"mixed CSV of {adult:,} rows", rng))
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+        Path(args.json).write_text(dumps(results, indent=1))
     if not ok:
         print("A measured point lies outside its DP bound beyond its interval: a bug in the "
               "code or in the accounting.", file=sys.stderr)

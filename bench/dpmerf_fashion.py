@@ -13,7 +13,6 @@ Run-to-run spread is about ±.01 (fresh DP noise, generator and MLP randomness),
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import statistics
 import sys
@@ -30,6 +29,7 @@ from engine.config import RunConfig, parse_epsilon
 from engine.device import resolve_device
 from engine.dpmerf import train
 from engine.errors import InputError
+from engine.jsonsafe import dumps
 from engine.evaluate import fit_and_score
 from engine.registry import make_params
 
@@ -62,9 +62,9 @@ def main() -> None:
     device = resolve_device(args.device)
     runs = [run_once(args, params, seed, data, device) for seed in parse_seeds(args.seeds)]
     out = runs[0] if len(runs) == 1 else {"runs": runs, "summary": summarise(runs, args.models)}
-    print(json.dumps(out, indent=2))
+    print(dumps(out, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2))
+        Path(args.json).write_text(dumps(out, indent=2))
 
 
 def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:

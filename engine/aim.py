@@ -18,9 +18,9 @@ The quality score w_r·(‖M_r(D) − M_r(model)‖₁ − √(2/π)·σ·n_r) m
 2·w_r (the L1 change of M_r(D); the model and the bias are fixed given the past
 outputs), so the exponential mechanism exp(ε_t·q/(2Δ_q)) uses Δ_q = 2·max w: it is
 ε_t-bounded-range, ρ = ε_t²/8. Its randomness is Gumbel-max with uniforms from the
-project's OS-entropy generator (privacy.noise_generator), never a seed; its floating-point
+project's OS-entropy generator (noise.noise_generator), never a seed; its floating-point
 sampling is not hardened as the Gaussian's is (engine/noise.py), which a reader should know.
-Measurement noise comes from privacy.gaussian_noise (OS entropy). How the budget is split,
+Measurement noise comes from noise.gaussian_noise (OS entropy). How the budget is split,
 and why the run meets its (ε, δ) both by zCDP and by the ledger's exact Gaussian-DP
 composition, is engine/aim_plan.py's docstring; the bins are its discretisation.
 """

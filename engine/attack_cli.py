@@ -9,11 +9,10 @@ NOT PRIVATE: the figures use the run's training records (see engine/attack_run.p
 
 from __future__ import annotations
 
-import json
 import sys
 
 from engine.errors import InputError
-from engine.jsonsafe import jsonable
+from engine.jsonsafe import dumps
 
 
 def table(result: dict) -> list[str]:
@@ -53,7 +52,7 @@ def main(args) -> int:
 
         result = attack_run.attack_run(run, folds=args.folds, seed=args.seed, progress=progress)
     if args.json:
-        print(json.dumps(jsonable(result), indent=1, sort_keys=True, allow_nan=False))
+        print(dumps(result, indent=1, sort_keys=True))
     else:
         g = result["game"]
         print(f"{config['method']} on {config['dataset']}, epsilon {config['epsilon']}, "

@@ -29,7 +29,7 @@ import numpy as np
 from engine import attacks
 from engine.dataset import Dataset
 from engine.errors import InputError
-from engine.jsonsafe import jsonable
+from engine.jsonsafe import dumps
 
 FILE = "attack.json"
 LABEL = ("NOT PRIVATE: membership-inference diagnostic computed from the run's private "
@@ -283,8 +283,7 @@ def attack_run(run_dir, *, folds: int = 2, seed: int = 0,
     result["run"] = {"method": config["method"], "dataset": config["dataset"],
                      "epsilon": config["epsilon"], "delta": config["delta"],
                      "fingerprint": _fingerprint(run)}
-    (run / FILE).write_text(json.dumps(jsonable(result), indent=1, sort_keys=True,
-                                       allow_nan=False))
+    (run / FILE).write_text(dumps(result, indent=1, sort_keys=True))
     return result
 
 

@@ -7,12 +7,12 @@ one CLI/app form can carry any method.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.errors import InputError
+from engine.jsonsafe import dumps
 
 # δ above this is no guarantee at all: the mechanism may fail outright that often.
 DELTA_MAX = 0.1
@@ -68,7 +68,7 @@ class RunConfig:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        return dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunConfig":

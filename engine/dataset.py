@@ -28,6 +28,10 @@ class Column:
     # num: public clipping bounds (lo, hi), or None when they must be released privately.
     bounds: tuple[float, float] | None = None
     bounds_source: str = ""  # "public metadata", "user", or "" when unknown
+    # num: richer kinds (engine/column_kinds.py enforces them on synthetic values).
+    integer: bool = False  # whole numbers only
+    nonneg: bool = False  # never below 0
+    mass: float | None = None  # zero-inflated: a point mass at this exact value
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engine import column_kinds
 from engine import features as fx
 from engine.config import RunConfig
 from engine.data import Dataset
@@ -106,7 +107,8 @@ def _plan(data: Dataset, params: Params, model_gen: torch.Generator,
     private_cols = [j for j, c in enumerate(cols) if c.bounds is None]
     sources = sorted({c.bounds_source for c in cols if c.bounds is not None})
     if private_cols:
-        sources.append("DP release (noisy power-of-two histogram, part of the budget)")
+        sources.append("DP release (noisy histogram over a public geometric grid, "
+                       "engine/dp_bounds.py, part of the budget)")
     if params.length_scale is not None:
         ls, src = params.length_scale, "user"
     else:
@@ -162,6 +164,7 @@ def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
     run's cost is engine/dpmerf_cost.py's (engine/registry.COSTS), the δ warning
     engine/preview.py's.
     `params` are the run's validated Params (engine.registry.make_params)."""
+    data = column_kinds.model_view(data)
     report, _ = _calibrate(config, data, params)
     emb = report.releases[-1]
     from engine.device import resolve_device
@@ -188,6 +191,7 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
     """Release the noisy embedding once, then fit the generator to it; yield Events.
     `params` are the run's validated Params (engine.registry.make_params)."""
     t0 = time.perf_counter()
+    original, data = data, column_kinds.model_view(data)  # + point-mass flags (column_kinds)
     torch.manual_seed(config.seed)  # model init only; DP noise has its own OS-entropy generator
     model_gen = torch.Generator().manual_seed(config.seed)
     projection, projection_why = projection_precision(params.projection, device)
@@ -238,7 +242,7 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
 
             x_p, y_p = _to_records(gen, data, plan, draw_labels(2000), params, device, labelled)
             yield Event("probe", step, total, report.epsilon_spent,
-                        metrics=quick_probe(x_p, y_p, data))
+                        metrics=quick_probe(x_p, y_p, original))
 
     n_syn = config.n_synthetic or m
     x_syn, y_syn = _to_records(gen, data, plan, draw_labels(n_syn), params, device, labelled)
@@ -385,4 +389,5 @@ def _draw_records(gen, data, plan, labels, params, device, labelled, chunk):
         xs.append(rec)
     x = np.concatenate(xs)
     y = labels.cpu().numpy().astype(np.int64) if labelled else np.full(len(labels), -1, np.int64)
-    return x.astype(np.float32) if plan.kind == "image" else x, y
+    # Tabular: back to the data's own columns, kinds enforced (post-processing).
+    return x.astype(np.float32) if plan.kind == "image" else column_kinds.restore(x, data), y

@@ -62,8 +62,10 @@ def _score(model, x_test: np.ndarray, y_test: np.ndarray, n_classes: int, tabula
                 out["roc_auc"] = float(roc_auc_score(y_test, proba[:, 1]))
             else:
                 out["roc_auc"] = float(roc_auc_score(y_test, proba, multi_class="ovr"))
-        except ValueError:  # a class absent from the test split
-            out["roc_auc"] = float("nan")
+        except ValueError as exc:  # e.g. a class absent from the test split
+            # Undefined, not a number: null with the reason (strict JSON has no NaN).
+            out["roc_auc"] = None
+            out["roc_auc_undefined"] = f"ROC-AUC is undefined here: {exc}"
     return out
 
 

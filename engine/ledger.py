@@ -54,7 +54,7 @@ from typing import Any, Iterable
 from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.jsonsafe import jsonable
+from engine.jsonsafe import dumps, jsonable
 # The pure accounting (what a run is charged, how rows compose) lives in ledger_math.
 from engine.ledger_math import (INFINITE_WORDS, Mechanisms, compose_rows,  # noqa: F401
                                 epsilon_words, from_releases, planned, planned_row,
@@ -235,8 +235,8 @@ class Ledger:
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (charge_id, ds.key, ds.label, int(ds.public), run_id, source, sweep,
                      config.method, config.epsilon if config.private else None, config.delta,
-                     "planned", json.dumps([list(m) for m in mechs]),
-                     json.dumps(search) if search else None, time.time()))
+                     "planned", dumps([list(m) for m in mechs]),
+                     dumps(search) if search else None, time.time()))
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -252,7 +252,7 @@ class Ledger:
                               (charge_id,)).fetchone()
             mechs = json.loads(row["mechanisms"]) + json.loads(row["search"])["candidate"]
             con.execute("UPDATE ledger_charges SET mechanisms=? WHERE id=?",
-                        (json.dumps(mechs), charge_id))
+                        (dumps(mechs), charge_id))
             con.execute("COMMIT")
         return len(mechs) // max(1, len(json.loads(row["search"])["candidate"]))
 
@@ -263,7 +263,7 @@ class Ledger:
             return
         with closing(self._con()) as con:
             con.execute("UPDATE ledger_charges SET state='final', mechanisms=?, settled=? "
-                        "WHERE id=?", (json.dumps([list(m) for m in mechs]), time.time(),
+                        "WHERE id=?", (dumps([list(m) for m in mechs]), time.time(),
                                        charge_id))
             con.commit()
 

@@ -3,10 +3,9 @@ ledger of the run store ($DPSYNTH_RUNS / $DPSYNTH_HOME), and its caps."""
 
 from __future__ import annotations
 
-import json
 
 from engine.errors import InputError
-from engine.jsonsafe import jsonable
+from engine.jsonsafe import dumps
 from engine.ledger import DEFAULT_DELTA, PUBLIC_NOTE, Ledger, epsilon_words
 
 
@@ -23,8 +22,8 @@ def main(args) -> int:
         print(f"cap for {key}: {'none' if cap is None else f'{cap:g}'}", flush=True)
     rows = led.datasets()
     if args.json:
-        print(json.dumps(jsonable({"store": str(led.root), "default_delta": DEFAULT_DELTA,
-                                   "datasets": rows}), indent=2))
+        print(dumps({"store": str(led.root), "default_delta": DEFAULT_DELTA,
+                                   "datasets": rows}, indent=2))
         return 0
     print(f"privacy ledger of {led.root} (composed exactly; built-in data is {PUBLIC_NOTE}; "
           "gallery runs are charged where they were built)")

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Iterable
 
 from engine.config import RunConfig
+from engine.jsonsafe import dumps
 
 Mechanisms = tuple[tuple[float, int], ...]
 
@@ -33,7 +34,7 @@ def planned(config: RunConfig) -> Mechanisms:
 def search_row(search: dict) -> dict:
     # A search not yet run may draw any K: its plain composition is unbounded (a
     # multiplier-0 stand-in), so its forecast is its repeat-and-select bound.
-    return {"mechanisms": "[[0.0, 1]]", "search": json.dumps(search)}
+    return {"mechanisms": "[[0.0, 1]]", "search": dumps(search)}
 
 
 def planned_row(config: RunConfig) -> dict:
@@ -44,7 +45,7 @@ def planned_row(config: RunConfig) -> dict:
     plan = private_tuning.spec_plan(config)
     if plan is not None:
         return search_row(private_tuning.ledger_search(plan))
-    return {"mechanisms": json.dumps([list(m) for m in planned(config)]), "search": None}
+    return {"mechanisms": dumps([list(m) for m in planned(config)]), "search": None}
 
 
 def from_releases(report: dict) -> Mechanisms | None:

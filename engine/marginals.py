@@ -31,7 +31,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from engine import dp_bounds
+from engine import column_kinds, dp_bounds
 from engine.dataset import Dataset
 from engine.events import Event, TrainResult
 from engine.params import check_knobs, knob
@@ -137,7 +137,7 @@ def _calibrate(config, params: Params, n_columns: int) -> PrivacyReport:
 
 def privacy_preview(config, params: Params, data: Dataset) -> dict:
     """The noise per count and what it meets: records per histogram cell on average."""
-    columns = public_columns(data, params.bins)
+    columns = public_columns(column_kinds.model_view(data), params.bins)
     report = _calibrate(config, params, len(columns))
     hist = report.releases[1]
     rows = data.n_classes if params.conditional else 1
@@ -160,6 +160,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     One release and one sampling pass; `stop` set before the release ends the run with
     nothing released (no records, ε 0)."""
     t0 = time.perf_counter()
+    data = column_kinds.model_view(data)  # + point-mass flags (engine/column_kinds.py)
     columns = public_columns(data, params.bins)
     sizes = [c.size for c in columns]
     report = _calibrate(config, params, len(columns))
@@ -190,6 +191,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     n_out = config.n_synthetic or data.n_train
     y = rng.choice(data.n_classes, size=n_out, p=label_p)
     x = _draw(rng, y if params.conditional else np.zeros_like(y), cdf, columns, data)
+    x = column_kinds.restore(x, data) if data.kind == "tabular" else x  # kinds enforced
     show = slice(0, min(100, n_out))
     yield Event("train", 1, 1, spent, samples=(x[show], y[show]))
     info = {"method": TITLE, "params": asdict(params), "steps": 1,

@@ -52,7 +52,7 @@ from engine import privacy
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.events import Event
-from engine.jsonsafe import jsonable
+from engine.jsonsafe import dumps, jsonable
 
 VALIDATION_SHARE = 0.2
 SCORE_SENSITIVITY = 1.0  # of the count of correct validation predictions, replace-one
@@ -344,4 +344,4 @@ def _plan_dict(plan: SearchPlan) -> dict:
 
 
 def plan_json(plan: SearchPlan) -> str:
-    return json.dumps(jsonable(_plan_dict(plan)), sort_keys=True)
+    return dumps(_plan_dict(plan), sort_keys=True)

@@ -214,7 +214,7 @@ def figures_for(*, epsilon: float | None = None, delta: float = 0.0, mu: float |
 
 def main(args) -> int:
     """`python -m engine risk`: print the bound's figures (three decimals) or --json."""
-    from engine.jsonsafe import jsonable
+    from engine.jsonsafe import dumps
 
     def num(text, what):
         if text is None:
@@ -232,7 +232,7 @@ def main(args) -> int:
     if args.json:
         import json
 
-        print(json.dumps(jsonable(out), allow_nan=False))
+        print(dumps(out))
         return 0
     print(f"curve: {out['curve']}")
     if not math.isnan(out["epsilon"]):

@@ -16,13 +16,13 @@ No data leaves this module: it reads public shapes only, so it costs no privacy.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Mapping
 
 from engine.errors import InputError
 from engine.processes import cores  # noqa: F401 (slots.cores: the cores a plan divides)
+from engine.jsonsafe import dumps
 
 ENV = "DPSYNTH_SLOTS"
 SHARE = 0.9  # of the machine's memory the runs may plan to use together
@@ -77,8 +77,8 @@ def run_memory_gb(config) -> float | None:
     """Peak memory of a run by its method's cost-preview formula (cached per shape);
     None when it cannot be computed (the caller then does not start it beside another)."""
     d = config.to_dict()
-    key = json.dumps({k: d.get(k) for k in ("method", "dataset", "params", "data_options",
-                                             "n_synthetic")}, sort_keys=True, default=str)
+    key = dumps({k: d.get(k) for k in ("method", "dataset", "params", "data_options",
+                                             "n_synthetic")}, sort_keys=True)
     if key not in _MEMORY:
         _MEMORY[key] = _memory_gb(config)
     return _MEMORY[key]

@@ -48,6 +48,7 @@ from typing import Any
 from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.jsonsafe import dumps
 from engine.processes import OWNER, process_token
 from engine.records import ACTIVE, TERMINAL, RunRecord, RunStatus, numeric_metrics
 from engine.store_gallery import GalleryImportMixin
@@ -156,7 +157,7 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
                 args.append(store_db.finite_or_none(epsilon_spent))
             if metrics:
                 sets.append("summary=?")
-                args.append(json.dumps(numeric_metrics(metrics)))
+                args.append(dumps(numeric_metrics(metrics)))
             con.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id=?", (*args, run_id))
             con.commit()
 
@@ -175,7 +176,7 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
         args: list[Any] = [status.value, now, now, message]
         if metrics:
             sets.append("summary=?")
-            args.append(json.dumps(numeric_metrics(metrics)))
+            args.append(dumps(numeric_metrics(metrics)))
         where = "id=?" + (" AND status IN (?,?)" if if_active else "")
         extra = (QUEUED, RUNNING) if if_active else ()
         return self._exec(f"UPDATE runs SET {', '.join(sets)} WHERE {where}",

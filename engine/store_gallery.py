@@ -4,10 +4,10 @@ FINISHED rows. Mixed into `engine.store.RunStore`, which holds the connection (`
 
 from __future__ import annotations
 
-import json
 import math
 import time
 
+from engine.jsonsafe import dumps
 from engine import store_db
 from engine.config import RunConfig
 from engine.records import RunStatus, metrics_from_file
@@ -42,6 +42,6 @@ class GalleryImportMixin:
                 (run_id, now - train_s, now - train_s, now, now, RunStatus.FINISHED.value,
                  config.method, config.dataset, eps, config.delta, int(config.seed), sweep,
                  config.to_json(), steps, steps, spent,
-                 json.dumps(metrics_from_file(metrics)), message, settings))
+                 dumps(metrics_from_file(metrics)), message, settings))
             con.commit()
         return cur.rowcount == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.jsonsafe import dumps
 from engine import store_db
 from engine.errors import InputError
 
@@ -24,7 +25,7 @@ class LabelsMixin:
             con = self._con()
             con.execute(store_db.LABELS_SCHEMA)
             con.execute("INSERT OR REPLACE INTO run_labels VALUES (?,?,?)",
-                        (run_id, name, json.dumps(clean)))
+                        (run_id, name, dumps(clean)))
             con.commit()
 
     def labels(self) -> dict[str, dict[str, Any]]:

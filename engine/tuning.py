@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.jsonsafe import dumps
 
 _DEFAULT_DELTA = RunConfig.delta
 
@@ -41,7 +42,7 @@ def differing_settings(config: dict) -> dict[str, Any]:
     """A run's saved config (dict) → the settings that differ from its method's defaults
     on its dataset, besides ε and seed (they have their own columns)."""
     defaults = _defaults(config["method"], config["dataset"],
-                         json.dumps(config.get("data_options") or {}, sort_keys=True))
+                         dumps(config.get("data_options") or {}, sort_keys=True))
     out = {}
     for name, value in sorted((config.get("params") or {}).items()):
         if defaults is None or not hasattr(defaults, name) or not _same(value, getattr(defaults, name)):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine import column_kinds
 from engine.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column, Dataset,
                             split_indices)
 from engine.errors import InputError
@@ -154,7 +155,7 @@ def _all_numbers(values: list[str]) -> bool:
 
 def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
              categorical=None, numeric=None, bounds: dict | None = None,
-             categories=None, classes=None) -> Dataset:
+             categories=None, classes=None, schema=None) -> Dataset:
     """A user's CSV: `label` names the class column, the rest become features.
 
     Privacy assumptions (replace-one neighbours, n public):
@@ -167,7 +168,12 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     * whether a column is numeric (> 10 distinct values) is decided from the training
       records unless `categorical=`/`numeric=` say so, and is not private either;
     * numeric columns have public bounds only when the user gives them
-      (`bounds={col: [lo, hi]}`), else bounds=None and the method releases them privately.
+      (`bounds={col: [lo, hi]}` or the schema), else bounds=None and the method releases
+      them privately;
+    * `schema=` (a JSON file or mapping, engine/column_kinds.py) gives public column kinds
+      (integer, non-negative, zero-inflated with its mass, bounded, categorical); kinds of
+      numeric columns it does not describe are read from the training records and are NOT
+      private (`notes["column_kinds"]` lists them).
     Test records with a value outside the training domain are dropped (the count is in
     `notes["test_rows_dropped"]`): the test split only scores, it is not released.
     """
@@ -190,6 +196,21 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     force_cat, force_num = _name_list(categorical, "categorical"), _name_list(numeric, "numeric")
     bounds = dict(bounds or {})
     public_cats = _category_lists(categories)
+    kinds = column_kinds.parse_schema(schema)
+    bad = sorted(n for n in kinds if n not in cols or n == label)
+    if bad:
+        raise InputError(f"the schema names {bad}, which are not feature columns of {p.name}; "
+                         f"feature columns: {[c for c in cols if c != label]}.")
+    for name, entry in kinds.items():
+        numeric_kind = column_kinds.is_numeric_in(entry)
+        if numeric_kind is True and name not in force_num:
+            force_num.append(name)
+        elif numeric_kind is False and name not in force_cat:
+            force_cat.append(name)
+        if entry["categories"] is not None and name not in public_cats:
+            public_cats[name] = _name_list(entry["categories"], "categories")
+        if entry["bounds"] is not None:
+            bounds.setdefault(name, entry["bounds"])
     public_classes = _name_list(classes, "classes")
     overrides = (("categorical", force_cat), ("numeric", force_num), ("bounds", list(bounds)),
                  ("categories", list(public_cats)))
@@ -217,6 +238,7 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     tr, te = df.iloc[train_pos], df.iloc[test_pos]
     keep = np.ones(len(te), bool)  # test rows whose every value is in the training domain
     feats_tr, feats_te, columns = [], [], []
+    kinds_read: dict[str, list[str]] = {}
     for c in (c for c in cols if c != label):
         num_tr = None if (c in force_cat or c in public_cats) else _as_numbers(tr[c])
         is_num = num_tr is not None and (c in force_num or num_tr.nunique() > 10)
@@ -232,7 +254,10 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
             keep &= np.isfinite(num_te)
             col = Column(c, "num")
             if c in bounds:
-                col.bounds, col.bounds_source = _check_bounds(c, bounds[c]), "user"
+                col.bounds, col.bounds_source = column_kinds.check_bounds(c, bounds[c]), "user"
+            col, read = column_kinds.describe(num_tr.to_numpy(np.float64), col, kinds.get(c))
+            if read:
+                kinds_read[c] = read
             feats_tr.append(num_tr.to_numpy(np.float64))
             feats_te.append(np.nan_to_num(num_te))
         else:
@@ -263,9 +288,7 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
         "source": str(p), "label": label,
         "split": POSITIONAL_SPLIT,
         "category_domain": _domain_note(cat_cols, from_file, bool(public_classes)),
-        "column_kinds": "given by the user (categorical=/numeric=/categories=) where set; "
-                        "other columns: numeric when the training records hold > 10 distinct "
-                        "numbers (a decision read from the training records, not private)",
+        "column_kinds": _kinds_note(kinds_read),
         "bounds": "user bounds where given; other numeric columns need private release",
     }
     if not keep.all():
@@ -289,6 +312,18 @@ def _encode_split(s_tr, s_te, cats: list[str], what: str, given: bool):
     return codes_tr, codes_te
 
 
+def _kinds_note(read: dict[str, list[str]]) -> str:
+    """metrics.json's statement of where column kinds came from."""
+    out = ("given by the user (schema=/categorical=/numeric=/categories=) where set; other "
+           "columns: numeric when the training records hold > 10 distinct numbers (a "
+           "decision read from the training records, not private)")
+    if read:
+        out += ("; kinds read from the training records (NOT private; give them in a "
+                "schema to avoid this): " + "; ".join(f"{c}: {', '.join(k)}"
+                                                      for c, k in read.items()))
+    return out
+
+
 def _domain_note(cat_cols: list[str], from_file: list[str], classes_given: bool) -> str:
     """The plain statement of metrics.json: which lists are public, which came from data."""
     parts = []
@@ -305,16 +340,6 @@ def _domain_note(cat_cols: list[str], from_file: list[str], classes_given: bool)
     return "; ".join(parts)
 
 
-def _check_bounds(col: str, b) -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in b)
-    except (TypeError, ValueError):
-        raise InputError(f"bounds for {col!r} must be [lo, hi] numbers. Got {b!r}.") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise InputError(f"bounds for {col!r} must be finite with lo < hi. Got {b!r}.")
-    return lo, hi
-
-
 # ----------------------------------------------------------------------------- frames
 def tabular_to_frame(x: np.ndarray, columns: list[Column], *, y=None, class_names=None,
                      label: str = "label"):
@@ -327,6 +352,8 @@ def tabular_to_frame(x: np.ndarray, columns: list[Column], *, y=None, class_name
         if col.kind == "cat":
             codes = np.clip(np.rint(v), 0, len(col.categories) - 1).astype(int)
             data[col.name] = np.asarray(col.categories, dtype=object)[codes]
+        elif col.integer and np.all(v == np.rint(v)):
+            data[col.name] = v.astype(np.int64)  # "39", not "39.0", in the CSV
         else:
             data[col.name] = v
     if y is not None:

@@ -86,6 +86,15 @@ def _upload(kind: str) -> dict | None:
                                "(a code book), not values read off your records.")
     classes = st.text_input("Public class names (optional)", key="pg_csv_classes",
                             placeholder="no, yes")
+    schema = st.text_area(
+        "Public column kinds and bounds (optional, JSON)", key="pg_csv_schema",
+        placeholder='{"age": {"kind": "integer", "bounds": [17, 90]},\n'
+                    ' "capital_gain": {"kind": ["zero-inflated", "integer"], "mass": 0},\n'
+                    ' "hours": {"kind": "integer", "bounds": [1, 99]}}',
+        help="Kinds: integer, non-negative, zero-inflated (a point mass at \"mass\", 0 by "
+             "default), bounded (\"bounds\": [lo, hi]), categorical. Public bounds spare the "
+             "budget a private bound release costs and keep every synthetic value inside "
+             "them. Kinds you do not give are read from the training records (not private).")
     st.caption("**Treated as public** (not protected by ε): the number of records, the "
                "column names and the lists you give above. Category lists and class names "
                "you do not give are read from the training records and are **not private**: "
@@ -99,6 +108,8 @@ def _upload(kind: str) -> dict | None:
         opts["categories"] = public
     if classes.strip():
         opts["classes"] = classes
+    if schema.strip():
+        opts["schema"] = schema
     return opts
 
 

@@ -17,6 +17,7 @@ from engine.records import RunStatus, real_key
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
 from ui.attack_view import attack_section
+from ui.fidelity_view import fidelity_section
 from ui.ledger import ledger_section
 from ui.private_search import private_search_panel
 from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
@@ -154,6 +155,9 @@ if picked:
             else:
                 st.session_state.pop("runs_pick", None)
                 st.rerun()
+
+st.subheader("Fidelity (tabular runs)")
+fidelity_section(store, [r for r in shown if r.status == RunStatus.FINISHED])
 
 st.subheader("Membership attacks")
 attackable = [r.run_id for r in shown if r.status == RunStatus.FINISHED

@@ -29,3 +29,15 @@ def test_csv_upload_says_what_is_public_and_takes_public_lists(runs_root):
     assert not at.exception and not at.error
     at.text_area(key="pg_csv_public_cats").set_value("colour r g").run()
     assert any("one per line" in e.value for e in at.error)
+
+
+def test_csv_upload_takes_public_kinds_and_bounds(runs_root):
+    rng = np.random.default_rng(0)
+    rows = "\n".join(f"{rng.normal():.3f},{'rgb'[i % 3]},{'ab'[i % 2]}" for i in range(60))
+    at = open_app({"dataset": "csv"})
+    at.file_uploader[0].set_value(("f.csv", f"x,colour,y\n{rows}\n".encode(), "text/csv")).run()
+    at.text_area(key="pg_csv_schema").set_value('{"x": {"kind": "bounded", "bounds": [-5, 5]}}'
+                                                ).run()
+    assert not at.exception and not at.error
+    at.text_area(key="pg_csv_schema").set_value('{"x": {"kind": "integr"}}').run()
+    assert any("unknown kinds" in e.value for e in at.error)

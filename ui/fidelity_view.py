@@ -1,0 +1,62 @@
+"""Runs page: the measured fidelity of a tabular run (metrics.json "fidelity", computed
+by engine/fidelity.py): real vs synthetic histograms per column and the heatmap of
+|real − synthetic| dependence. Reads and draws only; the figures are NOT private
+(measured on the real training records), as the caption says."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import streamlit as st
+
+
+def histogram_figure(name: str, hist: dict) -> go.Figure:
+    """One column's shares per bin or category, real beside synthetic."""
+    fig = go.Figure([go.Bar(x=hist["x"], y=hist["real"], name="real"),
+                     go.Bar(x=hist["x"], y=hist["synthetic"], name="synthetic")])
+    fig.update_layout(barmode="group", title=name, yaxis_title="share of records",
+                      height=300, margin=dict(t=40, b=30))
+    return fig
+
+
+def dependence_figure(dep: dict) -> go.Figure:
+    """Heatmap of |real − synthetic| dependence (Pearson r or Cramér's V) per pair."""
+    fig = go.Figure(go.Heatmap(z=dep["abs_difference"], x=dep["names"], y=dep["names"],
+                               zmin=0, zmax=1, colorscale="Reds",
+                               colorbar=dict(title="|Δ|")))
+    fig.update_layout(title="Dependence error |real − synthetic|", height=450,
+                      yaxis_autorange="reversed")
+    return fig
+
+
+def load_fidelity(metrics_path) -> dict | None:
+    try:
+        return json.loads(metrics_path.read_text()).get("fidelity")
+    except (OSError, ValueError):
+        return None
+
+
+def fidelity_section(store, runs) -> None:
+    """A picker over finished runs whose metrics.json has "fidelity", then its figures."""
+    found = {}
+    for r in runs[:50]:  # the newest; each costs a metrics.json read per rerun
+        path = store.artifacts(r.run_id).get("metrics.json")
+        fid = load_fidelity(path) if path else None
+        if fid:
+            found[r.run_id] = (r, fid)
+    if not found:
+        st.info("No tabular run with measured fidelity yet: train one on a table.")
+        return
+    rid = st.selectbox("Tabular run", list(found), key="runs_fidelity_pick",
+                       format_func=lambda i: f"{i} · {found[i][0].method} · {found[i][0].dataset}")
+    fid = found[rid][1]
+    a, b = st.columns(2)
+    a.metric("Mean per-column distance", f"{fid['mean_column_distance']:.3f}")
+    b.metric("Mean dependence error", f"{fid['mean_dependence_error']:.3f}")
+    st.caption("NOT private: measured on the real training records without noise. " + fid["how"])
+    names = list(fid["columns"])
+    col = st.selectbox("Column", names, key="runs_fidelity_col")
+    st.plotly_chart(histogram_figure(col, fid["columns"][col]["histogram"]),
+                    key="runs_fidelity_hist")
+    st.plotly_chart(dependence_figure(fid["dependence"]), key="runs_fidelity_dep")
