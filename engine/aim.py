@@ -37,7 +37,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from engine import aim_plan, dp_bounds, privacy, zcdp
+from engine import aim_plan, column_kinds, dp_bounds, privacy, zcdp
 from engine.aim_plan import LABEL, MARGINAL_L1_SENSITIVITY, MARGINAL_SENSITIVITY
 from engine.dataset import Dataset
 from engine.errors import InputError
@@ -107,6 +107,7 @@ def _plan(config, params: Params, data: Dataset) -> tuple[aim_plan.Budget, float
 
 def privacy_preview(config, params: Params, data: Dataset) -> dict:
     """The budget and the first rounds' noise, before any record is read."""
+    data = column_kinds.model_view(data)  # as `train` models it
     budget, sigma, eps_t, _ = _plan(config, params, data)
     d = len(data.columns) + 1
     out = {"zCDP budget of the rounds (rho)": budget.rho,
@@ -175,6 +176,9 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     `rounds` rounds without noise); `stop` is checked before each round."""
     t0 = time.perf_counter()
     mbi = _mbi()
+    # A zero-inflated column's point mass is modelled as a flag column of its own, and
+    # restored as that exact value after sampling (engine/column_kinds.py)
+    data = column_kinds.model_view(data)
     budget, sigma, eps_t, rho_used = _plan(config, params, data)
     first_sigma = sigma
     releases: list[dict] = []
@@ -243,6 +247,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     model = _fit(mbi, domain, measurements, n, params.final_iters, warm=model)
     n_out = config.n_synthetic or n
     x, y = _sample(model, n_out, disc, config.seed)
+    x = column_kinds.restore(x, data)  # kinds enforced: whole numbers, masses, bounds
     show = slice(0, min(100, n_out))
     yield Event("train", t, params.rounds, _spent(releases, config), samples=(x[show], y[show]))
     report = _report(config, budget, releases)

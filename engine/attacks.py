@@ -98,7 +98,7 @@ def attack_scores(targets: np.ndarray, synthetic: np.ndarray, reference: np.ndar
 # ------------------------------------------------------------------ the figures
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided Clopper–Pearson interval on a binomial rate with k successes of n."""
-    from engine.audit import clopper_pearson_upper  # (imported late: it pulls in torch)
+    from engine.audit_stats import clopper_pearson_upper
 
     alpha = (1.0 - confidence) / 2
     return (1.0 - clopper_pearson_upper(n - k, n, alpha), clopper_pearson_upper(k, n, alpha))

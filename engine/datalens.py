@@ -38,6 +38,8 @@ from engine.datalens_params import TITLE, Params, small_data_warning  # TITLE, P
 from engine.datalens_votes import partition, top_agg, unpool  # Algorithms 2–3
 from engine.events import Event, TrainResult
 
+DATA_KINDS = ("image",)  # what it models: teachers are conv/MLP nets on images
+
 _TEACHER_NOTES = {
     "small": "MLP (pixels -> hidden, leaky ReLU -> one output per class), stacked over teachers",
     "official": "official conditional conv net (label maps at every layer, one output per class, "

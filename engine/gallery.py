@@ -51,6 +51,12 @@ def dataset_for(method: str) -> str:
         else "breast_cancer"
 
 
+def _models_tables(method: str) -> bool:
+    from engine.registry import get_method
+
+    return "tabular" in getattr(get_method(method), "DATA_KINDS", ("image", "tabular"))
+
+
 def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
          only_available: bool = True) -> list[RunConfig]:
     """The gallery's runs: (dataset, method) pairs × EPSILONS, dataset defaults.
@@ -61,8 +67,12 @@ def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
 
     from engine.registry import METHODS
 
-    # Every registered method: on digits, or on breast_cancer if it models tables only.
+    # Every registered method: on digits, or on breast_cancer if it models tables only;
+    # and every method that models tables on breast_cancer, so the privacy–utility chart
+    # compares them on the same table.
     pairs = [(dataset_for(method), method) for method in METHODS]
+    pairs += [("breast_cancer", method) for method in METHODS
+              if ("breast_cancer", method) not in pairs and _models_tables(method)]
     available = {d["name"] for d in list_datasets() if d["available"]}
     if fashion and ("fashion_mnist" in available or not only_available):
         pairs.append(("fashion_mnist", "dpmerf"))

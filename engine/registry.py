@@ -4,6 +4,8 @@ CLI and the tradeoff chart find it from here.
 
 A method module must define
   - `TITLE`: a human name;
+  - `DATA_KINDS` (optional): the kinds of data it models, e.g. ("image",) or
+    ("tabular",); default both (engine/gallery.py picks its datasets from it);
   - `Params`: a frozen dataclass whose every field is declared with
     `engine.params.knob(...)` (kind, bounds, choices, help, main/advanced: the Playground
     draws its widgets from these), with

@@ -10,7 +10,7 @@ from conftest import TINY_DPMERF
 from engine import gallery
 from engine.cli import main
 from engine.config import RunConfig
-from engine.registry import METHODS
+from engine.registry import METHODS, get_method
 from engine.store import RunStore
 
 
@@ -56,12 +56,19 @@ def test_loader_adds_each_run_once(built, tmp_path):
 
 
 def test_plan_covers_each_method_and_epsilon_on_digits():
-    """On digits, or on breast_cancer for a method that models tables only (AIM)."""
+    """On digits, or on breast_cancer for a method that models tables only (AIM); and
+    every method that models tables on breast_cancer too, for one chart of them all."""
     names = [gallery.entry_name(c) for c in gallery.plan(fashion=False)]
+    tables = [m for m in METHODS if "tabular" in getattr(get_method(m), "DATA_KINDS",
+                                                         ("image", "tabular"))]
     for method in METHODS:
         for eps in ("0.1", "0.3", "1", "3", "10", "inf"):
             assert f"{gallery.dataset_for(method)}-{method}-eps{eps}-seed0" in names
-    assert len(names) == 6 * len(METHODS)
+            if method in tables:
+                assert f"breast_cancer-{method}-eps{eps}-seed0" in names
+    assert set(tables) >= {"dpmerf", "marginals", "aim"} and "datalens" not in tables
+    pairs = {(gallery.dataset_for(m), m) for m in METHODS} | {("breast_cancer", m) for m in tables}
+    assert len(names) == len(set(names)) == 6 * len(pairs)
 
 
 def test_committed_gallery_loads(tmp_path):
