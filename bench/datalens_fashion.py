@@ -36,7 +36,7 @@ from engine import data as datasets
 from engine import datalens, datalens_accounting, privacy
 from engine.config import RunConfig
 from engine.errors import InputError
-from engine.registry import make_params
+from engine.registry import estimate_cost, make_params
 
 PAPER_CNN = {("fashion_mnist", 1.0): 0.6478, ("fashion_mnist", 10.0): 0.7061,
              ("mnist", 1.0): 0.7123, ("mnist", 10.0): 0.8066}
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
                         n_synthetic=a.n_synthetic, params=dict(a.param), device=str(device))
         cfg.validate()
         p = make_params("datalens", data, cfg.params)
-        preview = datalens.privacy_preview(cfg, p, data)
+        preview = {**datalens.privacy_preview(cfg, p, data), **estimate_cost(cfg, data, p)}
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from engine import cost_cache, privacy
+from engine import privacy
 from engine import datalens_accounting as accounting
 from engine.datalens_params import TITLE, Params, small_data_warning  # TITLE, Params: the registry's contract
 from engine.datalens_votes import partition, top_agg, unpool  # Algorithms 2–3
@@ -50,14 +50,8 @@ _TEACHER_NOTES = {
 
 
 def _schedule(config, params: Params, n_train: int) -> tuple[int, int]:
-    """(steps to run, records released per step). Stops before the budget is exceeded."""
-    batch = params.synthetic_batch(n_train)
-    if not config.private:
-        return params.max_steps, batch
-    steps = accounting.affordable_steps(
-        epsilon=config.epsilon, delta=config.delta, top_k=params.top_k, sigma=params.sigma,
-        batch=batch, accountant=params.accountant)
-    return min(steps, params.max_steps), batch
+    """(steps to run, records released per step): engine/datalens_accounting.schedule."""
+    return accounting.schedule(config, params, n_train)
 
 
 def _spent(config, params: Params, steps: int, batch: int) -> float:
@@ -71,7 +65,6 @@ def privacy_preview(config, p: Params, data) -> dict:
     """What the UI and CLI show before training: affordable steps, noise, accountant, the
     settings derived from the data, and the estimated cost; "refuse" (one line with the
     fix) when the estimate exceeds the machine. `p` are the run's validated Params."""
-    from engine.datalens_cost import seconds_per_iteration
     from engine.datalens_memory import memory_bytes, refusal
     from engine.device import resolve_device
 
@@ -91,20 +84,15 @@ def privacy_preview(config, p: Params, data) -> dict:
     warning = small_data_warning(config, p, steps, data.n_train)  # δ's: engine/preview.py
     if warning:
         out["warning"] = warning
-    device = resolve_device(config.device)
+    # The memory is a formula; the time is timed where training happens (engine/
+    # datalens_cost.estimate, engine/registry.COSTS), never in the web server.
     need = memory_bytes(p, data.image_shape, data.n_classes, data.n_train)["total"]
     out["estimated memory (GB)"] = round(need / 1e9, 2)
-    refuse = refusal(need, device)
+    refuse = refusal(need, resolve_device(config.device))
     if refuse:
         out["refuse"] = refuse
-        return out  # timing a run that cannot fit would itself not fit
-    cost = seconds_per_iteration(p, data.image_shape, data.n_classes, data.n_train, device)
-    out["estimated s / iteration"] = round(cost["iteration"], 3)
+        return out
     out["faster with"] = "fewer teachers, or a lower max_steps (fewer iterations)"
-    n_out = config.n_synthetic or data.n_train  # the released set, sampled after the last step
-    out["estimated seconds"] = round(cost["first iteration"] + max(steps - 1, 0) * cost["iteration"]
-                                     + n_out * cost["per sample"], 1)
-    out.update(cost_cache.correct(out, config.method, config.dataset))  # finished runs' ratio
     if config.private and steps == 0:
         out["hint"] = "The budget does not afford one step: raise sigma or epsilon, or lower top_k/batch."
     elif not config.private and p.beta > 0.1:

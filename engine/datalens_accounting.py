@@ -78,3 +78,15 @@ def run_report(config, params, *, steps: int, batch: int) -> privacy.PrivacyRepo
                          noise_multiplier=z, steps=steps)
     # nothing released before the first step: nothing spent, noise or not
     return out if steps else replace(out, epsilon_spent=0.0)
+
+
+def schedule(config, params, n_train: int) -> tuple[int, int]:
+    """(steps to run, records released per step) of a DataLens run: as many steps as the
+    budget affords (never more: the run stops before it would exceed ε), at most
+    `max_steps`; `max_steps` without noise."""
+    batch = params.synthetic_batch(n_train)
+    if not config.private:
+        return params.max_steps, batch
+    steps = affordable_steps(epsilon=config.epsilon, delta=config.delta, top_k=params.top_k,
+                             sigma=params.sigma, batch=batch, accountant=params.accountant)
+    return min(steps, params.max_steps), batch

@@ -16,9 +16,10 @@ import time
 
 import torch
 
+from engine import cost_cache
 from engine.cost_cache import TimedCache
 
-_TIMINGS = TimedCache()
+_TIMINGS = TimedCache("datalens")  # on disk: engine/cost_probe.py fills it for the web server
 
 # Enough teachers that per-call overhead and cache-resident weights do not flatter the
 # timing: 96 small teachers timed ~30 % under a 4,000-teacher run, 384 ~20 % (Fashion-MNIST,
@@ -26,20 +27,56 @@ _TIMINGS = TimedCache()
 _PROBE_TEACHERS = {"small": 384, "official": 96}
 
 
-def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch.device) -> dict[str, float]:
+def estimate(config, data, params, device, *, threads: int | None = None, away=None) -> dict:
+    """The preview's time keys (engine/registry.COSTS): seconds per iteration and for the
+    whole training (every affordable step, the released set sampled), corrected from
+    finished runs; {} for a run its memory refuses (timing it would not fit either).
+    With `away` (the web server) nothing is timed here: the cached timings, or the basis
+    "measuring…" while the cost probe times them."""
+    from engine.datalens_accounting import schedule
+    from engine.datalens_memory import memory_bytes, refusal
+    from engine.preview import MEASURING
+
+    if refusal(memory_bytes(params, data.image_shape, data.n_classes, data.n_train)["total"],
+               device):
+        return {}
+    cost = seconds_per_iteration(params, data.image_shape, data.n_classes, data.n_train, device,
+                                 threads=threads, away=away)
+    if cost is None:
+        return {cost_cache.BASIS_KEY: MEASURING}
+    steps, _ = schedule(config, params, data.n_train)
+    n_out = config.n_synthetic or data.n_train  # the released set, sampled after the last step
+    seconds = (cost["first iteration"] + max(steps - 1, 0) * cost["iteration"]
+               + n_out * cost["per sample"])
+    return cost_cache.correct({"estimated s / iteration": round(cost["iteration"], 3),
+                               "estimated seconds": round(seconds, 1)},
+                              config.method, config.dataset)
+
+
+def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch.device, *,
+                          threads: int | None = None, away=None) -> dict[str, float] | None:
     """{"teacher step", "votes", "student", "iteration", "first iteration", "per sample"} in
     seconds: the teacher side measured on a small ensemble of the same shape on `device`
     and scaled to params.teachers; "teacher step" includes the student making that step's
     fakes, "student" is its updates toward one released aggregate, and "per sample" is
-    one released image (the fakes' time per record)."""
+    one released image (the fakes' time per record). Timings are cached per thread count;
+    `away(cache, key)` answers from the cache instead of timing (None: not timed yet)."""
+    threads = torch.get_num_threads() if threads is None else int(threads)
     probe_n = min(params.teachers, _PROBE_TEACHERS[params.teacher])
     key = (params.teacher, params.teacher_hidden, tuple(params.teacher_widths), tuple(image_shape),
            n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), params.top_k,
            params.vote_pool, probe_n, str(device))
-    t_step, t_votes = _TIMINGS.get(("teacher", *key), lambda: _probe(*key))
     skey = (params.latent, tuple(params.student_widths), params.class_norm, tuple(image_shape),
             n_classes, params.partition_size(n_train), params.synthetic_batch(n_train), str(device))
-    t_fakes, t_update = _TIMINGS.get(("student", *skey), lambda: _probe_student(*skey))
+    if away is not None:
+        teacher, student = away(_TIMINGS, ("teacher", *key, threads)), \
+            away(_TIMINGS, ("student", *skey, threads))
+        if teacher is None or student is None:
+            return None
+    else:
+        teacher = _TIMINGS.get(("teacher", *key, threads), lambda: list(_probe(*key)))
+        student = _TIMINGS.get(("student", *skey, threads), lambda: list(_probe_student(*skey)))
+    (t_step, t_votes), (t_fakes, t_update) = teacher, student
     scale = params.teachers / probe_n
     step, votes = t_step * scale + t_fakes, t_votes * scale
     student = params.student_steps * t_update

@@ -60,6 +60,7 @@ METHODS: dict[str, str] = {
 # the web server can leave the timing to another process (engine/cost_probe.py).
 COSTS: dict[str, str] = {
     "dpmerf": "engine.dpmerf_cost",
+    "datalens": "engine.datalens_cost",
 }
 
 

@@ -437,9 +437,11 @@ def test_one_synthetic_record_per_step_trains(digits):
     r = events[-1].result
     assert r.info["synthetic_batch"] == 1 and r.privacy.releases[0].count == r.privacy.steps
     assert r.privacy.steps >= 1 and np.isfinite(r.x).all()
-    prev = _preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0,
-                              params={"teachers": digits.n_train, "records_per_teacher": None}), digits)
-    assert prev["synthetic records per step"] == 1 and prev["estimated s / iteration"] > 0
+    from engine.runner import preview
+
+    prev = preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0,
+                             params={"teachers": digits.n_train, "records_per_teacher": None}), digits)
+    assert prev.figures["synthetic records per step"] == 1 and prev.cost.per_step_s > 0
 
 
 def test_class_norm_gives_each_label_its_own_gain_and_shift(digits):

@@ -135,15 +135,44 @@ def test_cli_refuses_with_status_2(tmp_path):
 
 
 def test_preview_states_cost_before_training():
+    from engine.runner import preview
+
     digits = load("digits")
     cfg = RunConfig(method="datalens", dataset="digits", epsilon=10.0)
-    prev = datalens.privacy_preview(cfg, make_params("datalens", digits, cfg.params), digits)
-    for key in ("estimated memory (GB)", "estimated s / iteration", "estimated seconds"):
-        assert isinstance(prev[key], float) and prev[key] > 0, key
-    assert "refuse" not in prev
+    prev = preview(cfg, digits)  # the CLI's and the trainer's preview: timed in this process
+    cost = prev.cost
+    for value in (cost.memory_gb, cost.per_step_s, cost.seconds):
+        assert isinstance(value, float) and value > 0
+    assert prev.refuse is None and cost.unit == "iteration"
     # Both figures are rounded for display (0.1 s and 1 ms), so allow each its half-unit of rounding.
-    lowest_per_iteration = prev["estimated s / iteration"] - 0.0005
-    assert prev["estimated seconds"] + 0.05 >= (prev["affordable steps"] - 1) * lowest_per_iteration
+    lowest_per_iteration = cost.per_step_s - 0.0005
+    assert cost.timed_seconds + 0.05 >= (prev.figures["affordable steps"] - 1) * lowest_per_iteration
+
+
+def test_the_web_server_never_times_datalens_it_asks_the_probe(monkeypatch, tmp_path):
+    """time_here=False (the Playground): no teacher step is timed in the server's process;
+    the cost says "measuring…" until the probe's timings are in the shared cache."""
+    from engine import cost_probe, datalens_cost
+    from engine.runner import preview
+    from engine.slots import plan
+
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    monkeypatch.setattr(datalens_cost, "_probe", lambda *a: pytest.fail("timed in the server"))
+    monkeypatch.setattr(datalens_cost, "_probe_student", lambda *a: pytest.fail("timed in the server"))
+    asked = []
+    monkeypatch.setattr(cost_probe, "request", lambda key, config: asked.append(config))
+    digits = load("digits")
+    cfg = RunConfig(method="datalens", dataset="digits", epsilon=10.0, params={"max_steps": 5})
+    before = preview(cfg, digits, time_here=False)
+    assert before.cost.measuring and asked and before.cost.memory_gb > 0
+
+    monkeypatch.setattr(datalens_cost, "_probe", lambda *a: (0.01, 0.002))  # the probe's process
+    monkeypatch.setattr(datalens_cost, "_probe_student", lambda *a: (0.001, 0.003))
+    # The probe's process runs with a trainer slot's threads (cost_probe.main).
+    monkeypatch.setattr(datalens_cost.torch, "get_num_threads", lambda: plan().threads)
+    cost_probe.measure(cfg)
+    after = preview(cfg, digits, time_here=False).cost
+    assert not after.measuring and after.seconds > 0 and after.per_step_s > 0
 
 
 def test_refusal_compares_with_the_device_memory(monkeypatch):
