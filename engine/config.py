@@ -93,3 +93,15 @@ def parse_epsilon(value: Any) -> float:
                          f"nothing; below {EPSILON_MIN:g} no data can carry the noise). "
                          f"Got {value!r}.")
     return eps
+
+
+def resolved_settings(config: RunConfig, params) -> str:
+    """What a run trains with, as canonical JSON: the config (method, dataset, seed, ε,
+    δ, ...) with `params` the method's every Params field after the dataset's defaults
+    and the overrides (a Params, or the dict a run's metrics.json "info" kept). Reuse
+    matches on this, never on the overrides alone: a run made before a default changed
+    is not handed back for the new default (engine/store.find_finished;
+    engine/registry.settings_for resolves a config on its dataset)."""
+    settings = config.to_dict()
+    settings["params"] = asdict(params) if not isinstance(params, dict) else dict(params)
+    return dumps(settings, sort_keys=True)

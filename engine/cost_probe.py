@@ -66,11 +66,8 @@ def measure(config: RunConfig) -> dict:
     from engine import data as datasets
     from engine.registry import estimate_cost, make_params
 
-    from engine.runner import preview
-
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     params = make_params(config.method, data, config.params)
-    preview(config, data, params=params)  # the CNN's scoring is timed there, when asked
     return estimate_cost(config, data, params)
 
 

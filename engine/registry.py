@@ -41,10 +41,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from types import ModuleType
 
+from engine.config import resolved_settings
 from engine.errors import InputError
 
 METHODS: dict[str, str] = {
@@ -94,27 +94,30 @@ def make_params(method: str, dataset, overrides: dict | None = None):
 
 
 def estimate_cost(config, dataset, params, **timing) -> dict:
-    """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none.
+    """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none,
+    and the CNN's scoring time when the run asks for it.
     `timing`: `threads` and `away`, where not to time (engine/cost_probe.away)."""
-    if config.method not in COSTS:
-        return {}
     from engine.device import resolve_device
 
-    module = importlib.import_module(COSTS[config.method])
-    return module.estimate(config, dataset, params, resolve_device(config.device), **timing)
+    device = resolve_device(config.device)
+    out = {}
+    if config.method in COSTS:
+        out = importlib.import_module(COSTS[config.method]).estimate(config, dataset, params,
+                                                                     device, **timing)
+    if config.cnn_eval and dataset.kind == "image":
+        out["estimated CNN seconds (at most)"] = _cnn_cost(config, dataset, device, **timing)
+    return out
 
 
-def resolved_settings(config, params) -> str:
-    """What a run trains with, as canonical JSON: the config (method, dataset, seed, ε,
-    δ, ...) with `params` the method's every Params field after the dataset's defaults
-    and the overrides (a Params, or the dict a run's metrics.json "info" kept). Reuse
-    matches on this, never on the overrides alone: a run made before a default changed
-    is not handed back for the new default (engine/store.find_finished)."""
-    from engine.jsonsafe import jsonable
+def _cnn_cost(config, dataset, device, **timing) -> float | None:
+    """The CNN's scoring time at most: a fit on the synthetic images and one on the real
+    training split (the reference; engine/evaluate.cnn_scores), every epoch."""
+    from engine.cnn import estimate_seconds
 
-    settings = config.to_dict()
-    settings["params"] = asdict(params) if not isinstance(params, dict) else dict(params)
-    return json.dumps(jsonable(settings), sort_keys=True)
+    shape, k = dataset.x_train.shape[1:], dataset.n_classes
+    fits = [estimate_seconds(n, shape, k, device=device, **timing)
+            for n in (config.n_synthetic or dataset.n_train, dataset.n_train)]
+    return None if None in fits else sum(fits)
 
 
 def settings_for(config) -> str | None:

@@ -53,22 +53,7 @@ def preview(config: RunConfig, data: datasets.Dataset, *, params=None,
     timing = {} if time_here else cost_probe.away(config)
     raw = {**method.privacy_preview(config, params, data),
            **estimate_cost(config, data, params, **timing)}
-    if config.cnn_eval and data.kind == "image":
-        raw["estimated CNN seconds (at most)"] = _cnn_cost(config, data, **timing)
     return from_method(raw, config, data.n_train)
-
-
-def _cnn_cost(config: RunConfig, data: datasets.Dataset, **timing) -> float | None:
-    """The CNN's scoring time at most: a fit on the synthetic images and one on the real
-    training split (the reference; engine/evaluate.cnn_scores), every epoch."""
-    from engine.cnn import estimate_seconds
-    from engine.device import resolve_device
-
-    shape, k = data.x_train.shape[1:], data.n_classes
-    device = resolve_device(config.device)
-    fits = [estimate_seconds(n, shape, k, device=device, **timing)
-            for n in (config.n_synthetic or data.n_train, data.n_train)]
-    return None if None in fits else sum(fits)
 
 
 def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:

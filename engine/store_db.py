@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS runs (
     phase TEXT,              -- last event phase: release, train, probe, evaluate, ...
     eval_started REAL,       -- when the final evaluation began (for estimates)
     stop_requested REAL,     -- when someone pressed Stop
-    settings TEXT            -- engine/registry.resolved_settings: what reuse matches on
+    settings TEXT            -- engine/config.resolved_settings: what reuse matches on
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id TEXT NOT NULL,

@@ -11,7 +11,7 @@ from engine.jsonsafe import dumps
 from engine import store_db
 from engine.config import RunConfig
 from engine.records import RunStatus, metrics_from_file
-from engine.registry import resolved_settings
+from engine.config import resolved_settings
 
 
 class GalleryImportMixin:

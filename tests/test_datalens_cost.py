@@ -152,11 +152,12 @@ def test_preview_states_cost_before_training():
 def test_the_web_server_never_times_datalens_it_asks_the_probe(monkeypatch, tmp_path):
     """time_here=False (the Playground): no teacher step is timed in the server's process;
     the cost says "measuring…" until the probe's timings are in the shared cache."""
-    from engine import cost_probe, datalens_cost
+    from engine import cost_cache, cost_probe, datalens_cost
     from engine.runner import preview
     from engine.slots import plan
 
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    monkeypatch.setattr(datalens_cost, "_TIMINGS", cost_cache.TimedCache("datalens"))  # nothing timed yet
     monkeypatch.setattr(datalens_cost, "_probe", lambda *a: pytest.fail("timed in the server"))
     monkeypatch.setattr(datalens_cost, "_probe_student", lambda *a: pytest.fail("timed in the server"))
     asked = []
