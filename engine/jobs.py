@@ -143,16 +143,17 @@ class JobManager:
         if self._closed.is_set():
             raise RuntimeError("JobManager is shut down")
         config.validate()
+        # Past its dataset's budget cap (queued runs included): refused before queueing, and
+        # before the data is read (resolving the settings below loads it).
+        from engine.ledger import Ledger
+
+        Ledger(self.store.root).check(config, pending=[
+            r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
         settings = settings_for(config)  # reuse matches the resolved settings, not overrides
         if reuse:
             found = self.store.find_finished(config, settings)
             if found is not None:
                 return Submission(found, True)
-        # Past its dataset's budget cap (queued runs included): refused before queueing.
-        from engine.ledger import Ledger
-
-        Ledger(self.store.root).check(config, pending=[
-            r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
         run_id = self.store.create_run(config, sweep=sweep, session=session,
                                        device=_device_key(config), settings=settings)
         self._ensure_worker()
