@@ -27,6 +27,7 @@ TINY = {
     "datalens": dict(teachers=60, records_per_teacher=5, top_k=6, sigma=80.0, beta=0.3,
                      latent=8, teacher_widths=[4, 8, 16], student_widths=[32, 8],
                      first_teacher_steps=2, teacher_steps=1, sample_every=2, max_steps=3),
+    "aim": dict(bins=2, iters=5, final_iters=5, rounds=2),
 }
 N_SYNTHETIC = 30
 EPSILON = 1.0
