@@ -18,22 +18,7 @@ import numpy as np
 import torch
 
 from engine.audit_releases import _config, _equivalent_multiplier, _no_noise
-
-
-def _pair(m: int, d: int):
-    """d numeric columns with public bounds [0, 1], 2 classes. Record 0 is class 0 with
-    every value 0 in D0, class 1 with every value 1 in D1: it moves one cell of every
-    marginal, the stated √2 each."""
-    from engine.dataset import Column, Dataset
-
-    cols = [Column(f"v{j}", "num", bounds=(0.0, 1.0), bounds_source="public") for j in range(d)]
-    x0 = np.full((m, d), 0.5)
-    y0 = np.arange(m) % 2
-    x1, y1 = x0.copy(), y0.copy()
-    x0[0], y0[0] = 0.0, 0
-    x1[0], y1[0] = 1.0, 1
-    return tuple(Dataset("audit", "tabular", x, y, x[:2], y[:2], ["0", "1"], columns=cols)
-                 for x, y in ((x0, y0), (x1, y1)))
+from engine.audit_train import _marginals_pair as _pair  # the same worst-case tables
 
 
 def _record(config, params, data, replay=None):

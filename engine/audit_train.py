@@ -129,7 +129,8 @@ def vote_change(epsilon: float = 3.0, delta: float = 1e-5, teachers: int = 4,
 def _marginals_pair(m: int, d: int):
     """d numeric columns with public bounds [0, 1], 2 classes. Record 0 is class 0 with
     every value 0 in D0, class 1 with every value 1 in D1: it moves one cell of every
-    column's histogram (and across rows) and one class count, the stated √2 each."""
+    column's histogram (and across rows) and one class count, the stated √2 each (and
+    one cell of every AIM marginal: engine/audit_aim.py audits on the same pair)."""
     from engine.dataset import Column, Dataset
 
     cols = [Column(f"v{j}", "num", bounds=(0.0, 1.0), bounds_source="public") for j in range(d)]
