@@ -100,7 +100,7 @@ class Params:
 def _plan(config, params: Params, data: Dataset) -> tuple[aim_plan.Budget, float, float, float]:
     budget = aim_plan.plan_budget(config, measure_share=params.measure_share,
                                   bounds_share=params.bounds_share,
-                                  n_private_bounds=len(aim_plan.private_bounds_columns(data)))
+                                  n_private_bounds=len(dp_bounds.columns_without_bounds(data)))
     d = len(data.columns) + 1
     return (budget, *aim_plan.first_round(budget, d + params.rounds, d))
 
@@ -183,7 +183,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     first_sigma = sigma
     releases: list[dict] = []
     released_bounds = {}
-    private_cols = aim_plan.private_bounds_columns(data)
+    private_cols = dp_bounds.columns_without_bounds(data)
     if private_cols:  # the only other read of the records: dp_bounds' noisy histogram
         got = dp_bounds.release_bounds(data.x_train[:, private_cols].astype(np.float64),
                                        noise_std=budget.bounds_sigma)

@@ -4,7 +4,7 @@ Discretisation (nothing read from the private records unless charged or disclose
 categorical columns use their category list (public metadata, or listed under
 `disclosures` when read from a user's file, as for every method); numeric columns get
 `bins` equal-width bins on their public bounds, or, where a column has none, on bounds
-released privately by engine.dp_bounds (its noisy power-of-two histogram, sensitivity
+released privately by engine.dp_bounds (its noisy grid histogram, sensitivity
 √(2·k) for k such columns, charged below). The label is one more attribute.
 
 Budget (replace-one neighbours, n public). The run's (ε, δ) is met twice over:
@@ -34,7 +34,7 @@ import numpy as np
 
 from engine import dp_bounds, privacy, zcdp
 from engine.dataset import Dataset
-from engine.marginals import Column, bin_codes
+from engine.marginals import Column, bin_codes, public_columns
 
 MARGINAL_SENSITIVITY = math.sqrt(2.0)  # replace-one: one cell −1, one cell +1 (L2)
 MARGINAL_L1_SENSITIVITY = 2.0  # the same change in L1: the quality score's, per unit weight
@@ -102,19 +102,10 @@ class Discrete:
     notes: dict = field(default_factory=dict)
 
 
-def private_bounds_columns(data: Dataset) -> list[int]:
-    return [j for j, c in enumerate(data.columns) if c.kind != "cat" and c.bounds is None]
-
-
 def discretise(data: Dataset, bins: int, released: dict[int, tuple[float, float]]) -> Discrete:
-    """Bins from public metadata and the released bounds only."""
-    cols = []
-    for j, c in enumerate(data.columns):
-        if c.kind == "cat":
-            cols.append(Column(None, len(c.categories)))
-        else:
-            lo, hi = c.bounds if c.bounds is not None else released[j]
-            cols.append(Column(np.linspace(lo, hi, bins + 1), bins))
+    """Bins from public metadata and the released bounds only (as the marginals
+    baseline bins)."""
+    cols = public_columns(data, bins, released=released)
     names = [f"c{j}" for j in range(len(cols))] + [LABEL]
     return Discrete(cols, names, [c.size for c in cols] + [data.n_classes])
 

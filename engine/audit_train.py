@@ -173,7 +173,7 @@ def marginals_scores(trials: int, *, epsilon: float, delta: float, m: int = 20, 
     params = marginals.Params(bins=bins, conditional=True, counts_share=1.0 / (d + 1))
     config = _config("marginals", epsilon, delta)
     d0, d1 = _marginals_pair(m, d)
-    report = marginals._calibrate(config, params, d)
+    report = marginals._calibrate(config, params, d0)
     with _no_noise(marginals):
         mean0 = _marginals_release(config, params, d0)
         mean1 = _marginals_release(config, params, d1)

@@ -181,6 +181,14 @@ def original_columns(data: Dataset) -> list[Column]:
     return data.columns[:len(data.columns) - int(data.notes.get("_model_view", 0))]
 
 
+def mass_flags(data: Dataset) -> list[tuple[int, int]]:
+    """(value column, its flag column in the model view) for every zero-inflated column;
+    `data`: the dataset or its model view."""
+    columns = original_columns(data)
+    massed = [j for j, c in enumerate(columns) if c.kind == "num" and c.mass is not None]
+    return [(j, len(columns) + k) for k, j in enumerate(massed)]
+
+
 def restore(x: np.ndarray, data: Dataset) -> np.ndarray:
     """Synthetic records of `model_view(data)` back in the original columns: flagged
     values set to the mass exactly, flags dropped, then `enforce` (post-processing).
@@ -191,10 +199,8 @@ def restore(x: np.ndarray, data: Dataset) -> np.ndarray:
     d = len(columns)
     x = np.array(x, dtype=np.float64, copy=True)
     if x.shape[1] > d:
-        massed = [j for j, c in enumerate(columns) if c.kind == "num" and c.mass is not None]
-        for k, j in enumerate(massed):
-            at = np.rint(x[:, d + k]) >= 1
-            x[at, j] = columns[j].mass
+        for j, flag in mass_flags(data):
+            x[np.rint(x[:, flag]) >= 1, j] = columns[j].mass
         x = x[:, :d]
     return enforce(x, columns)
 

@@ -46,9 +46,9 @@ def load_digits(seed: int = 0) -> Dataset:
 def load_breast_cancer(seed: int = 0) -> Dataset:
     """Wisconsin breast cancer (569 records, 30 numeric columns), split 80/20 by position.
 
-    No column gets public bounds: they are released privately by the method (DP-MERF's
-    `dp_bounds` histogram, charged to ε and listed under privacy.releases; the marginals
-    baseline bins on dp_bounds' public power-of-two ladder). The Min/Max table in
+    No column gets public bounds: DP-MERF and AIM release them privately (engine/dp_bounds.py's
+    noisy histogram, charged to ε and listed under privacy.releases); the marginals
+    baseline bins on dp_bounds' public geometric grid. The Min/Max table in
     sklearn's DESCR, used here before, is these very records' own minimum and maximum
     (25 of 30 columns within 1 % of the data's range), i.e. a statistic of the private
     records released without noise; and no documented domain range for the 30 derived

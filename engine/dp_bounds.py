@@ -46,13 +46,15 @@ from scipy.stats import norm
 
 from engine.noise import gaussian_noise
 
-# Public power-of-two ladder 0, ±2^-10 … ±2^30: the marginals baseline's bins for numeric
-# columns without public bounds.
-_POWERS = 2.0 ** np.arange(-10, 31)
-EDGES = np.concatenate([-_POWERS[::-1], [0.0], _POWERS])
 MAX_MERGE = 4  # grid cells merged at most before falling back to the heaviest
 FALSE_CELL = 0.01  # chance that noise alone puts a cell above the threshold, per column
 PAD = 1  # cells added beyond the outermost kept ones: the tails under the threshold
+
+
+def columns_without_bounds(data) -> list[int]:
+    """Indices of the numeric columns of a table whose bounds must be released (none
+    public); none for images, whose [0, 1] range is public."""
+    return [j for j, c in enumerate(data.columns or []) if c.kind != "cat" and c.bounds is None]
 
 
 def grid(steps_per_octave: int) -> np.ndarray:
@@ -95,8 +97,14 @@ def noisy_histogram(x_num: np.ndarray, *, noise_std: float,
 def _z(n_cells: int) -> float:
     """Threshold in σ for `n_cells` cells of pure noise: any of them clears it with
     probability FALSE_CELL (a false cell far out would stretch the bounds by orders of
-    magnitude); ≈ 4.0 for the 4-per-octave grid, 3.7 for the ladder."""
+    magnitude); ≈ 4.0 for the 4-per-octave grid, 3.7 for one cell per octave."""
     return float(norm.isf(FALSE_CELL / n_cells))
+
+
+def noise_floor(n_cells: int, noise_std: float) -> float:
+    """A count above this is data, not noise (at least one record): pure noise in any of
+    `n_cells` cells clears it with probability FALSE_CELL."""
+    return max(_z(n_cells) * noise_std, 1.0)
 
 
 def bounds_from_counts(noisy: np.ndarray, noise_std: float,
@@ -104,7 +112,7 @@ def bounds_from_counts(noisy: np.ndarray, noise_std: float,
     """One column's (lo, hi) from its noisy counts (post-processing, see the docstring)."""
     cells, merged = np.asarray(noisy, dtype=np.float64), 1
     while True:
-        keep = np.flatnonzero(cells > max(_z(len(cells)) * noise_std * math.sqrt(merged), 1.0))
+        keep = np.flatnonzero(cells > noise_floor(len(cells), noise_std * math.sqrt(merged)))
         if len(keep):
             lo_i, hi_i = max(keep[0] - PAD, 0), min(keep[-1] + 1 + PAD, len(edges) - 1)
             return float(edges[lo_i]), float(edges[hi_i])

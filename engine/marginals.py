@@ -7,18 +7,24 @@ should beat it; when one does not, the chart says so.
 
 Privacy (replace-one neighbours, n public). The statistics released are, for every
 column j, the histogram H_j over its public bins (H_j[c, b] = #{i : y_i = c, x_ij in bin
-b} when conditional, else a single row) and the class counts. One record adds exactly 1
-to one cell of each H_j and 1 to one class count, whatever its values (out-of-range
-values are clipped into the end bins, record by record). Replacing it removes 1 from one
-cell and adds 1 to one cell of each histogram, possibly in another class's row: the L2
-change is at most √2 per histogram and per class-count vector (0 when the cell is the
-same), √(2(d+1)) for all of them together. Each histogram is one Gaussian release with
+b} when conditional, else a single row) and the class counts. One record adds 1 to at
+most one cell of each H_j and 1 to one class count, whatever its values (out-of-range
+values are clipped into the end bins, record by record; a zero-inflated column's value
+adds nothing where the record sits at the mass, which its flag column records).
+Replacing it removes at most 1 from one cell and adds at most 1 to one cell of each
+histogram, possibly in another class's row: the L2 change is at most √2 per histogram and
+per class-count vector (0 when the cell is the same), √(2(d+1)) for all of them together. Each histogram is one Gaussian release with
 sensitivity √2; engine.privacy composes the d column releases and the counts release
 exactly (ComposeGaussian), the counts taking `counts_share` of the budget. Noise comes
 from engine.noise.gaussian_noise (OS entropy). The bins are public: equal-width on the
-column's public bounds, the public power-of-two ladder of engine.dp_bounds for numeric
-columns without public bounds, the public category list for categoricals, [0, 1] for
-pixels. Clamping, thresholding, normalising and sampling are post-processing.
+column's public bounds; the public category list for categoricals; [0, 1] for pixels;
+for a numeric column without public bounds, engine.dp_bounds' signed geometric grid, 1,
+2 or 4 cells per doubling as the public n and σ allow. That histogram is the column's
+range release too, so no budget goes to a separate bounds release: cells under
+dp_bounds' noise floor are dropped before sampling, so noise does not invent values far
+out and no synthetic value lies more than one cell beyond the data (an age column with 4
+cells per doubling is drawn up to 90.5, not up to the 128 its power-of-two bucket
+reached). Clamping, thresholding, normalising and sampling are post-processing.
 """
 
 from __future__ import annotations
@@ -75,27 +81,47 @@ class Params:
 @dataclass(frozen=True)
 class Column:
     """How one column is binned: `edges` (numeric, len = bins + 1) or `size` categories.
-    `ladder`: edges are dp_bounds' power-of-two ladder (no public bounds)."""
+    `sparse`: edges are dp_bounds' wide geometric grid (no public bounds), most of whose
+    cells hold no record."""
 
     edges: np.ndarray | None
     size: int
-    ladder: bool = False
+    sparse: bool = False
 
 
-def public_columns(data: Dataset, bins: int) -> list[Column]:
-    """The bins of every column, from public metadata only."""
+def n_columns(data: Dataset) -> int:
+    """Histograms released: one per column (per pixel for images)."""
+    return int(np.prod(data.image_shape)) if data.kind == "image" else len(data.columns)
+
+
+def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
+                   steps_per_octave: int | None = None) -> list[Column]:
+    """The bins of every column, from public metadata only. A numeric column without
+    public bounds is binned on bounds released for it (`released`: column index → (lo,
+    hi), as AIM releases them) or else on dp_bounds' grid with `steps_per_octave`."""
     if data.kind == "image":
         edges = np.linspace(0.0, 1.0, bins + 1)
-        return [Column(edges, bins)] * int(np.prod(data.image_shape))
+        return [Column(edges, bins)] * n_columns(data)
     out = []
-    for c in data.columns:
+    for j, c in enumerate(data.columns):
+        bounds = c.bounds if c.bounds is not None else (released or {}).get(j)
         if c.kind == "cat":
             out.append(Column(None, len(c.categories)))
-        elif c.bounds is not None:
-            out.append(Column(np.linspace(c.bounds[0], c.bounds[1], bins + 1), bins))
+        elif bounds is not None:
+            out.append(Column(np.linspace(bounds[0], bounds[1], bins + 1), bins))
+        elif steps_per_octave is not None:
+            edges = dp_bounds.grid(steps_per_octave)
+            out.append(Column(edges, len(edges) - 1, sparse=True))
         else:
-            out.append(Column(dp_bounds.EDGES, len(dp_bounds.EDGES) - 1, ladder=True))
+            raise ValueError(f"column {c.name!r}: no public bounds, none released, no grid")
     return out
+
+
+def grid_resolution(data: Dataset, params: Params, sigma_hist: float) -> int:
+    """dp_bounds' cells per doubling for the columns without public bounds, from public
+    figures only: the records per histogram row (n / classes when conditional) and σ."""
+    rows = data.n_classes if params.conditional else 1
+    return dp_bounds.steps_per_octave(data.n_train // rows, sigma_hist)
 
 
 def bin_codes(x: np.ndarray, columns: list[Column]) -> np.ndarray:
@@ -112,24 +138,37 @@ def bin_codes(x: np.ndarray, columns: list[Column]) -> np.ndarray:
     return codes
 
 
+def record_codes(x: np.ndarray, columns: list[Column], data: Dataset) -> np.ndarray:
+    """`bin_codes` of the model view's records, with -1 (no cell) for the value of a
+    zero-inflated column where the record sits at the mass: its flag column carries that
+    fact, and the value's histogram describes the continuous part only (else, drawn
+    independently of the flag, the mass would be drawn twice). Row i still depends on
+    record i only."""
+    codes = bin_codes(x, columns)
+    if data.kind == "tabular":
+        for j, flag in column_kinds.mass_flags(data):
+            codes[x[:, flag] >= 1, j] = -1
+    return codes
+
+
 def column_counts(codes: np.ndarray, y: np.ndarray, sizes: list[int], n_classes: int,
                   conditional: bool) -> np.ndarray:
     """(rows, Σ sizes) counts, rows = n_classes if conditional else 1: column j's
     histogram is the block [offset_j, offset_j + size_j). Each record adds 1 to one cell
-    of every block, in its class's row."""
+    of every block, in its class's row, or nothing to a block where its code is -1."""
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     rows = n_classes if conditional else 1
     row = y if conditional else np.zeros(len(y), np.int64)
-    flat = (row[:, None] * int(sum(sizes)) + offsets[None, :] + codes).ravel()
+    flat = (row[:, None] * int(sum(sizes)) + offsets[None, :] + codes)[codes >= 0]
     return np.bincount(flat, minlength=rows * int(sum(sizes))).reshape(rows, -1).astype(np.float64)
 
 
 # ------------------------------------------------------------------- accounting
 
 
-def _calibrate(config, params: Params, n_columns: int) -> PrivacyReport:
+def _calibrate(config, params: Params, data: Dataset) -> PrivacyReport:
     releases = [Release("class counts", HISTOGRAM_SENSITIVITY, share=params.counts_share),
-                Release("column histograms", HISTOGRAM_SENSITIVITY, count=n_columns,
+                Release("column histograms", HISTOGRAM_SENSITIVITY, count=n_columns(data),
                         share=1.0 - params.counts_share)]
     return calibrate_releases(epsilon=config.epsilon, delta=config.delta, releases=releases,
                               accountant=params.accountant)
@@ -137,15 +176,18 @@ def _calibrate(config, params: Params, n_columns: int) -> PrivacyReport:
 
 def privacy_preview(config, params: Params, data: Dataset) -> dict:
     """The noise per count and what it meets: records per histogram cell on average."""
-    columns = public_columns(column_kinds.model_view(data), params.bins)
-    report = _calibrate(config, params, len(columns))
+    data = column_kinds.model_view(data)
+    report = _calibrate(config, params, data)
     hist = report.releases[1]
     rows = data.n_classes if params.conditional else 1
-    out = {"histograms": len(columns),
+    out = {"histograms": n_columns(data),
            "noise multiplier per histogram": hist.noise_multiplier,
            "noise std per count": hist.sigma,
            "records per numeric bin (mean)": data.n_train / (rows * params.bins),
            "accountant": report.accountant,
+           **({"cells per doubling (columns without public bounds)":
+               grid_resolution(data, params, hist.sigma)}
+              if dp_bounds.columns_without_bounds(data) else {}),
            "hint": "Independent marginals keep each column's distribution"
                    f"{' within each class' if params.conditional else ''} and nothing else "
                    "(no relations between columns): a baseline for the other methods."}
@@ -161,9 +203,11 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     nothing released (no records, ε 0)."""
     t0 = time.perf_counter()
     data = column_kinds.model_view(data)  # + point-mass flags (engine/column_kinds.py)
-    columns = public_columns(data, params.bins)
+    report = _calibrate(config, params, data)
+    sigma_counts, sigma_hist = (r.sigma for r in report.releases)
+    columns = public_columns(data, params.bins,
+                             steps_per_octave=grid_resolution(data, params, sigma_hist))
     sizes = [c.size for c in columns]
-    report = _calibrate(config, params, len(columns))
     if stop is not None and stop.is_set():
         nothing = replace(report, epsilon_spent=0.0,
                           releases=tuple(replace(r, count=0) for r in report.releases))
@@ -172,11 +216,10 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
                              seconds=time.perf_counter() - t0, stopped=True)
         yield Event("done", 0, 1, 0.0, result=result, message="stopped before the release")
         return
-    sigma_counts, sigma_hist = (r.sigma for r in report.releases)
     # The only code that reads private records: two Gaussian releases.
     counts = np.bincount(data.y_train, minlength=data.n_classes).astype(np.float64)
     counts = counts + _noise(counts.shape, sigma_counts)
-    codes = bin_codes(data.x_train, columns)
+    codes = record_codes(data.x_train, columns, data)
     hist = column_counts(codes, data.y_train, sizes, data.n_classes, params.conditional)
     hist = hist + _noise(hist.shape, sigma_hist)
     del codes
@@ -187,7 +230,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     # Post-processing from here: the noisy statistics only.
     rng = np.random.default_rng(config.seed)  # sampling randomness, not DP noise
     label_p = _probabilities(counts[None, :], [data.n_classes], [False], sigma_counts)[0][0]
-    cdf = _probabilities(hist, sizes, [c.ladder for c in columns], sigma_hist)
+    cdf = _probabilities(hist, sizes, [c.sparse for c in columns], sigma_hist)
     n_out = config.n_synthetic or data.n_train
     y = rng.choice(data.n_classes, size=n_out, p=label_p)
     x = _draw(rng, y if params.conditional else np.zeros_like(y), cdf, columns, data)
@@ -206,19 +249,18 @@ def _noise(shape, std: float) -> np.ndarray:
     return gaussian_noise(shape, std, dtype=torch.float64).numpy()
 
 
-def _probabilities(noisy: np.ndarray, sizes: list[int], ladder: list[bool],
+def _probabilities(noisy: np.ndarray, sizes: list[int], sparse: list[bool],
                    sigma: float) -> list[np.ndarray]:
     """Per column, (rows, size) sampling probabilities from noisy counts: negative counts
-    clamped to 0; on the wide power-of-two ladder, counts under the noise floor (3σ, as
-    dp_bounds does) dropped so noise cannot invent values far out; a row with no mass left
-    keeps its largest cell."""
+    clamped to 0; on dp_bounds' wide grid, counts under its noise floor dropped so noise
+    cannot invent values far out; a row with no mass left keeps its largest cell."""
     out, start = [], 0
-    for size, wide in zip(sizes, ladder):
+    for size, wide in zip(sizes, sparse):
         block = noisy[:, start:start + size]
         start += size
         p = np.clip(block, 0.0, None)
         if wide:
-            p = np.where(block > max(3.0 * sigma, 1.0), p, 0.0)
+            p = np.where(block > dp_bounds.noise_floor(size, sigma), p, 0.0)
         empty = p.sum(1) <= 0
         p[empty] = 0.0
         p[empty, block[empty].argmax(1)] = 1.0

@@ -109,6 +109,6 @@ def test_private_bounds_are_tight_when_n_is_large_against_the_noise():
     assert 12 <= lo <= 17 and 90 <= hi <= 110
     # few records against the noise: the octave ladder, merged cells when none clears
     assert dp_bounds.steps_per_octave(455, 91.0) == 1
-    lo, hi = dp_bounds.bounds_from_counts(np.zeros(len(dp_bounds.EDGES) - 1), 1.0,
-                                          dp_bounds.EDGES)
+    octaves = dp_bounds.grid(1)
+    lo, hi = dp_bounds.bounds_from_counts(np.zeros(len(octaves) - 1), 1.0, octaves)
     assert lo < hi

@@ -84,7 +84,8 @@ def _release_names(method: str) -> set[str]:
             names |= {r.name for r in report.releases}
         return names
     if method == "marginals":
-        return {r.name for r in marginals._calibrate(cfg, marginals.Params(), 3).releases}
+        report = marginals._calibrate(cfg, marginals.Params(), load("breast_cancer"))
+        return {r.name for r in report.releases}
     if method == "aim":
         from engine import aim
 

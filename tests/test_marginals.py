@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine import marginals, noise, privacy
+from engine import column_kinds, marginals, noise, privacy
 from engine.config import RunConfig
 from engine.data import load
 from engine.dataset import Column, Dataset
@@ -25,14 +25,15 @@ values = st.one_of(st.floats(-1e12, 1e12), st.sampled_from([0.0, 1.0, -1e300, 1e
                                                             math.inf, -math.inf]))
 
 
-def _table(n: int, public: bool = True) -> Dataset:
-    """Three columns: numeric with public bounds (or none), a categorical, numeric."""
+def _table(n: int, public: bool = True, mass: float | None = None) -> Dataset:
+    """Three columns: numeric with public bounds (or none), a categorical, numeric (with a
+    point mass at `mass` if given)."""
     rng = np.random.default_rng(0)
     x = np.column_stack([rng.uniform(10, 20, n), rng.integers(0, 3, n), rng.normal(0, 1, n)])
     y = (x[:, 0] > 15).astype(np.int64)
     cols = [Column("a", "num", bounds=(10.0, 20.0) if public else None),
             Column("b", "cat", categories=["p", "q", "r"]),
-            Column("c", "num", bounds=(-3.0, 3.0) if public else None)]
+            Column("c", "num", bounds=(-3.0, 3.0) if public else None, mass=mass)]
     return Dataset("t", "tabular", x, y, x[:10], y[:10], ["lo", "hi"], columns=cols)
 
 
@@ -46,22 +47,29 @@ def _run(config, data):
 
 @settings(max_examples=120, deadline=None)
 @given(x=arrays(np.float64, st.tuples(st.integers(1, 12), st.just(3)), elements=values),
-       y=st.data(), bins=st.integers(2, 9), conditional=st.booleans(), public=st.booleans())
-def test_histograms_move_at_most_sqrt2_per_column(x, y, bins, conditional, public):
+       y=st.data(), bins=st.integers(2, 9), conditional=st.booleans(), public=st.booleans(),
+       steps=st.sampled_from([1, 2, 4]), massed=st.booleans())
+def test_histograms_move_at_most_sqrt2_per_column(x, y, bins, conditional, public, steps,
+                                                  massed):
     """Replace any record by any values and any class: each column's histogram (all its
     class rows together) moves by at most √2, all of them by at most √(2d), and the
-    class counts by at most √2."""
+    class counts by at most √2; also with a zero-inflated column, whose value histogram
+    skips the records at the mass."""
     n = len(x)
     labels = np.array(y.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.int64)
     i = y.draw(st.integers(0, n - 1))
     x2, labels2 = x.copy(), labels.copy()
     x2[i] = y.draw(arrays(np.float64, 3, elements=values))
     labels2[i] = y.draw(st.integers(0, 2))
-    cols = marginals.public_columns(replace(_table(20, public), class_names=["a", "b", "c"]), bins)
+    table = replace(_table(20, public, mass=0.0 if massed else None), class_names=["a", "b", "c"])
+    view = column_kinds.model_view(table)  # + the flag column when column c has a mass
+    cols = marginals.public_columns(view, bins, steps_per_octave=steps)
     sizes = [c.size for c in cols]
 
     def hist(xx, yy):
-        return marginals.column_counts(marginals.bin_codes(xx, cols), yy, sizes, 3, conditional)
+        xv = column_kinds.model_view(replace(table, x_train=xx, y_train=yy)).x_train
+        return marginals.column_counts(marginals.record_codes(xv, cols, view), yy, sizes, 3,
+                                       conditional)
 
     change = hist(x, labels) - hist(x2, labels2)
     start = 0
@@ -92,7 +100,7 @@ def test_the_sqrt2_bound_is_attained():
 def test_binning_reads_each_record_alone():
     """Bins come from public metadata: changing one record changes its own codes only."""
     data = _table(50, public=False)
-    cols = marginals.public_columns(data, 8)
+    cols = marginals.public_columns(data, 8, steps_per_octave=2)
     x2 = data.x_train.copy()
     x2[7] = [1e9, 2, -1e9]
     a, b = marginals.bin_codes(data.x_train, cols), marginals.bin_codes(x2, cols)
@@ -167,13 +175,37 @@ def test_non_private_marginals_match_the_data_per_class():
 
 
 def test_columns_without_public_bounds_stay_where_the_data_is():
-    """On the public power-of-two ladder, counts under the noise floor are dropped, so the
-    noise does not put values in the ladder's far buckets."""
+    """Without public bounds a column is binned on dp_bounds' geometric grid, as fine as
+    n and σ allow, and counts under the noise floor are dropped: noise does not put
+    values in the grid's far cells, and nothing is drawn beyond the cells the data fill
+    (no power-of-two bucket reaching 32 for data that stops at 20)."""
     data = _table(3000, public=False)
-    r = _run(RunConfig(method="marginals", dataset="t", epsilon=1.0, n_synthetic=3000),
-             data)[-1].result
-    col_a = r.x[:, 0]  # real values in [10, 20]: ladder buckets [8, 16) and [16, 32)
-    assert np.mean((col_a >= 8) & (col_a < 32)) > 0.95
+    config = RunConfig(method="marginals", dataset="t", epsilon=1.0, n_synthetic=3000)
+    params = make_params("marginals", data)
+    sigma = marginals._calibrate(config, params, data).releases[1].sigma
+    assert marginals.grid_resolution(data, params, sigma) == 4  # 1,500 records a row, σ ≈ 9
+    r = _run(config, data)[-1].result
+    col_a = r.x[:, 0]  # real values uniform on [10, 20]: grid cells [2^3.25, 2^4.5)
+    assert 2 ** 3.25 <= col_a.min() and col_a.max() <= 2 ** 4.5
+
+
+def test_a_point_mass_is_drawn_as_often_as_the_data_has_it():
+    """A zero-inflated column: the flag says how often a record sits at 0, and the
+    value's histogram holds only the other records, so the synthetic share of zeros is
+    the real one (not real + (1 − real)·real, the mass drawn twice) and the continuous
+    part keeps its median."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    gain = np.where(rng.random(n) < 0.9, 0.0, rng.uniform(100, 1000, n))
+    x = np.column_stack([rng.uniform(10, 20, n), rng.integers(0, 3, n), gain])
+    y = (x[:, 0] > 15).astype(np.int64)
+    cols = [Column("a", "num", bounds=(10.0, 20.0)), Column("b", "cat", categories=["p", "q", "r"]),
+            Column("c", "num", bounds=(0.0, 1000.0), mass=0.0)]
+    data = Dataset("t", "tabular", x, y, x[:10], y[:10], ["lo", "hi"], columns=cols)
+    r = _run(RunConfig(method="marginals", dataset="t", epsilon=3.0, n_synthetic=n), data)[-1].result
+    syn = r.x[:, 2]
+    assert abs(np.mean(syn == 0.0) - 0.9) < 0.02
+    assert abs(np.median(syn[syn != 0]) - 550) < 60
 
 
 def test_images_are_drawn_pixel_by_pixel(digits):
