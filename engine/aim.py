@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from engine import aim_plan, column_kinds, dp_bounds, privacy, zcdp
-from engine.aim_plan import LABEL, MARGINAL_L1_SENSITIVITY, MARGINAL_SENSITIVITY
+from engine.aim_plan import MARGINAL_L1_SENSITIVITY, MARGINAL_SENSITIVITY
 from engine.dataset import Dataset
 from engine.errors import InputError
 from engine.events import Event, TrainResult

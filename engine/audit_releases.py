@@ -62,8 +62,6 @@ def fast_sampler():
     resolution, 10–50× faster on millions of trials. Everything above it — each module's
     `gaussian_noise`, σ, sensitivity — stays on the audited path; the sampler itself is
     checked by tests/test_noise.py (its distribution, grid and exactness)."""
-    from engine import noise
-
     current = noise.gaussian
 
     def fast(shape, std, *, device="cpu", dtype=torch.float32):

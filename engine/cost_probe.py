@@ -24,7 +24,7 @@ from pathlib import Path
 from engine.config import RunConfig
 
 RETRY_S = 30.0  # a key is not probed again sooner than this, even if its timing went stale
-PROBE_NICE = 5  # as engine/worker.TRAINER_NICE: pages first
+PROBE_NICE = 5  # as engine/scheduling.TRAINER_NICE: pages first
 
 _lock = threading.Lock()
 _started: dict[object, tuple[float, subprocess.Popen]] = {}

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from engine import privacy
 from engine import datalens_accounting as accounting
-from engine.datalens_params import TITLE, Params, small_data_warning  # TITLE, Params: the registry's contract
+from engine.datalens_params import TITLE, Params, small_data_warning  # noqa: F401  (TITLE, Params: the registry's contract)
 from engine.datalens_votes import partition, top_agg, unpool  # Algorithms 2–3
 from engine.events import Event, TrainResult
 

@@ -33,7 +33,8 @@ from engine.processes import OWNER
 from engine.records import ACTIVE, RunRecord, RunStatus, record_fields
 from engine.registry import settings_for
 from engine.store import RunStore
-from engine.worker import CTX, HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, serve, worker_alive
+from engine.scheduling import HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings
+from engine.worker import CTX, serve, worker_alive
 
 SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker
 PLAN_REUSE_S = 0.5  # snapshots within this of each other share one queue plan
@@ -114,7 +115,7 @@ class JobManager:
         use = slots.plan(slots=slots_per_device)
         self.slots_per_device = use.slots
         # Threads of all slots together fit the cores; trainers run niced, so the server's
-        # pages still come first (engine/worker.py TRAINER_NICE).
+        # pages still come first (engine/scheduling.py TRAINER_NICE).
         self.settings = WorkerSettings(
             root=str(store.root), parent=OWNER or "", slots_per_device=use.slots,
             full_eval=full_eval, execute=execute, idle_exit_s=idle_exit_s,
@@ -171,7 +172,7 @@ class JobManager:
     def cancel(self, run_id: str, *, session: str | None = None,
                instructor: bool = False) -> bool:
         """Stop a run: queued ones never start; running ones end within about a second
-        (engine.worker.STOP_GRACE_S). False when the run is already over."""
+        (engine.scheduling.STOP_GRACE_S). False when the run is already over."""
         row = self._owned(run_id, session=session, instructor=instructor, verb="stop")
         return row is not None and self.store.request_stop(run_id) is not None
 

@@ -21,7 +21,7 @@ the cluster is set up with TLS. The ledger (engine/ledger.py) is charged on the 
 before the data is sent, exactly as a local run is; the node's own bookkeeping is thrown
 away with its temporary folder.
 
-Guarantees kept from the local worker (engine/worker.py `run` drives each run, so the
+Guarantees kept from the local worker (engine/scheduling.py `run` drives each run, so the
 status rules are the same code): FINISHED only after the "done" event and its artifacts
 are written on the head; a stop cancels the task (CANCELLED within STOP_GRACE_S); a node
 that dies mid-run leaves the run FAILED with the reason — tasks are never retried, so a
@@ -46,10 +46,9 @@ import ray.exceptions as rex
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.events import Event
-from engine.processes import process_token
 from engine.records import RunStatus
 from engine.store import RunStore
-from engine.worker import POLL_S, STOP_GRACE_S, TRAINER_NICE, WorkerSettings, run
+from engine.scheduling import STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings, run
 
 ENV = "DPSYNTH_RAY_ADDRESS"
 CPUS_ENV = "DPSYNTH_RAY_CPUS"  # CPUs (and torch threads) per run on the cluster; default 1
@@ -183,7 +182,7 @@ def task_options(config: RunConfig, device: str, cpus: int) -> dict[str, Any]:
 
 
 class _RemoteRun:
-    """One run handed to Ray, driven by engine.worker.run in a thread of the worker."""
+    """One run handed to Ray, driven by engine.scheduling.run in a thread of the worker."""
 
     def __init__(self, store: RunStore, run_id: str, device: str, settings: WorkerSettings,
                  cpus: int) -> None:
@@ -230,7 +229,7 @@ class _RemoteRun:
         except rex.RayTaskError as e:
             stopped = isinstance(e.cause, (KeyboardInterrupt, rex.TaskCancelledError))
             if stop.is_set() and stopped:
-                return  # engine.worker.run records CANCELLED: the user stopped it
+                return  # engine.scheduling.run records CANCELLED: the user stopped it
             raise (e.cause if isinstance(e.cause, Exception) else NodeLost(str(e))) from e
         except NODE_LOST as e:
             raise NodeLost(f"the Ray node training this run stopped mid-run "
@@ -270,7 +269,7 @@ def _write(out: Path, artifacts: dict[str, bytes]) -> None:
         os.replace(tmp, out / name)  # readers never see half a file
 
 
-class RayWorker:
+class RayWorker(PollLoop):
     """engine.worker._Worker's counterpart: the same loop over the store, with Ray tasks
     in place of trainer processes. As many runs are handed over as the cluster has CPUs
     for (re-read every heartbeat, so nodes may join or leave); the rest stay QUEUED."""
@@ -297,24 +296,11 @@ class RayWorker:
                     self.store.finish(r.run_id, RunStatus.FAILED, message=self.error,
                                       if_active=True)
             return self.error
-        last_beat = idle_since = time.time()
-        while not self.closing.wait(POLL_S):
-            if process_token(self.parent_pid) != self.s.parent:
-                return "the app that started it stopped"
-            self._reap()
-            self._stops()
-            self._claim()
-            now = time.time()
-            if now - last_beat >= self.s.heartbeat_s:
-                self.store.heartbeat(self.running)
-                self.store.recover_stale()
-                self.capacity = self._capacity()
-                last_beat = now
-            if self.running or self.store.active_runs():
-                idle_since = now
-            elif now - idle_since > self.s.idle_exit_s:
-                return "idle"
-        return "the app stopped"
+        return super().loop()
+
+    def _beat(self) -> None:
+        super()._beat()
+        self.capacity = self._capacity()  # nodes join and leave
 
     def _claim(self) -> None:
         while len(self.running) < self.capacity:

@@ -230,7 +230,6 @@ def main(args) -> int:
     if args.game:
         out["game"] = _game(out, int(args.game))
     if args.json:
-        import json
 
         print(dumps(out))
         return 0

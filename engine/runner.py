@@ -7,7 +7,6 @@ synthetic.csv (tabular), samples.png.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import dataclass

@@ -34,7 +34,6 @@ threads read while a worker writes. Values are plain strings, numbers and JSON.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -49,7 +48,7 @@ from engine import store_db
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.jsonsafe import dumps
-from engine.processes import OWNER, process_token
+from engine.processes import OWNER
 from engine.records import ACTIVE, TERMINAL, RunRecord, RunStatus, numeric_metrics
 from engine.store_gallery import GalleryImportMixin
 from engine.store_game import GameRoundsMixin

@@ -17,7 +17,7 @@ from scipy.stats import norm
 from engine import aim, aim_plan, zcdp
 from engine.config import RunConfig
 from engine.data import load
-from engine.dataset import Column, Dataset
+from engine.dataset import Dataset
 from engine.errors import InputError
 from engine.registry import make_params
 

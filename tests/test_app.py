@@ -61,7 +61,6 @@ def test_datalens_knobs_and_digits_hint(runs_root):
         at.number_input(key=f"datalens_{name}")
     assert at.number_input(key="datalens_teachers").max == 1437  # capped at the records
     assert any("near chance" in w.value for w in at.warning)
-    from engine import datalens
     from engine.data import load
     from engine.registry import make_params
 

@@ -241,7 +241,7 @@ def test_a_search_job_runs_through_the_worker_and_stays_on_the_ledger(runs_root,
 
     from engine.runner import execute
     from engine.store import RunStatus, RunStore
-    from engine.worker import run
+    from engine.scheduling import run
 
     monkeypatch.setattr(T, "draw_k", lambda plan, rng: 3)
     store = RunStore(runs_root)
