@@ -140,7 +140,8 @@ def _train(args, extra) -> int:
     from tqdm import tqdm
 
     from engine.preview import cost_line
-    from engine.runner import check_out_dir, claim_out_dir, execute, prepare
+    from engine.artifacts import check_out_dir, claim_out_dir
+    from engine.runner import execute, prepare
 
     config = _config_from(args, extra)
     check_out_dir(args.out, overwrite=args.overwrite)  # before the data is loaded
@@ -252,9 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "datasets":
             return _datasets()
         if args.command == "risk":
-            from engine import risk
+            from engine.risk_cli import main as risk_main
 
-            return risk.main(args)
+            return risk_main(args)
         return _methods()
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

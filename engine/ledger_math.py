@@ -40,11 +40,11 @@ def search_row(search: dict) -> dict:
 def planned_row(config: RunConfig) -> dict:
     """A run about to start, as a ledger row (for forecasts): a private search job
     (engine/private_tuning.py) by its repeat-and-select bound, any other run by `planned`."""
-    from engine import private_tuning
+    from engine import search_plan
 
-    plan = private_tuning.spec_plan(config)
+    plan = search_plan.spec_plan(config)
     if plan is not None:
-        return search_row(private_tuning.ledger_search(plan))
+        return search_row(search_plan.ledger_search(plan))
     return {"mechanisms": dumps([list(m) for m in planned(config)]), "search": None}
 
 

@@ -38,75 +38,24 @@ of the data, and no candidate's output but the best one's leaves this module.
 from __future__ import annotations
 
 import json
-import math
 import secrets
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from engine import privacy
+from engine import artifacts, privacy
 from engine.config import RunConfig
-from engine.errors import InputError
 from engine.events import Event
-from engine.jsonsafe import dumps, jsonable
+from engine.jsonsafe import jsonable
+from engine.search_plan import (SPEC, VALIDATION_SHARE, SearchPlan, ledger_search, plan_dict,
+                                plan_search)
 
-VALIDATION_SHARE = 0.2
 SCORE_SENSITIVITY = 1.0  # of the count of correct validation predictions, replace-one
-DISTRIBUTIONS = tuple(privacy.TUNING_SHAPES)  # geometric, poisson
 MAX_K = 1000  # a draw beyond this is refused (E[K] is meant to be tens)
-
-
-# ------------------------------------------------------------------------- the plan
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    epsilon: float  # the whole search's ε at `delta` (repeat-and-select bound)
-    delta: float
-    mean: float  # E[K]
-    distribution: str
-    grid: dict[str, list]
-    multiplier: float  # each candidate: one Gaussian mechanism with this z
-    candidate_epsilon: float  # one candidate's ε at `delta`
-    plain_epsilon: float  # the same E[K] runs by plain composition
-
-    def words(self) -> str:
-        return (f"private search: E[K] = {self.mean:g} candidates ({self.distribution}), each "
-                f"ε = {self.candidate_epsilon:.3g}; total ε = {self.epsilon:.3g} by private "
-                f"selection vs {self.plain_epsilon:.3g} by plain composition (δ = {self.delta:g})")
-
-
-def plan_search(*, epsilon: float, delta: float, mean: float, distribution: str,
-                grid: dict[str, list]) -> SearchPlan:
-    """Check the request and calibrate each candidate's noise; raise InputError."""
-    if distribution not in DISTRIBUTIONS:
-        raise InputError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}. "
-                         f"Got {distribution!r}.")
-    if not (isinstance(mean, (int, float)) and 1 <= mean <= 100):
-        raise InputError(f"the mean number of candidates E[K] must be between 1 and 100. "
-                         f"Got {mean!r}.")
-    if not (isinstance(epsilon, (int, float)) and 0 < epsilon < math.inf):
-        raise InputError(f"a private search needs a finite epsilon > 0. Got {epsilon!r}.")
-    if not grid or any(not isinstance(v, (list, tuple)) or not v for v in grid.values()):
-        raise InputError("give at least one knob with one or more values to search over.")
-    shape = privacy.TUNING_SHAPES[distribution]
-    z = privacy.calibrate_search(epsilon=epsilon, delta=delta, mean=float(mean), shape=shape)
-    return SearchPlan(
-        epsilon=privacy.repeat_and_select_epsilon((((((z, 1),), mean, shape)),), delta=delta),
-        delta=delta, mean=float(mean), distribution=distribution,
-        grid={k: list(v) for k, v in grid.items()}, multiplier=z,
-        candidate_epsilon=privacy.epsilon_for(z, delta=delta),
-        plain_epsilon=privacy.plain_search_epsilon(z, runs=round(mean), delta=delta))
-
-
-def ledger_search(plan: SearchPlan) -> dict:
-    """How the ledger records the search (engine.ledger.compose_rows reads it)."""
-    return {"candidate": [[plan.multiplier, 1]], "mean": plan.mean,
-            "shape": privacy.TUNING_SHAPES[plan.distribution]}
 
 
 # ------------------------------------------------------------- data-independent draws
@@ -183,29 +132,6 @@ def split_validation(data, seed: int):
 # ------------------------------------------------------------------------- the search
 
 
-SPEC = "private_search"  # a queued run whose params hold this key is a private search
-
-
-def search_config(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: float,
-                  distribution: str = "geometric") -> RunConfig:
-    """The app's job for a private search: `base` at the search's total ε with the search
-    in its params under SPEC (runner.execute hands such a run to `run_events`)."""
-    plan_search(epsilon=epsilon, delta=base.delta, mean=mean, distribution=distribution,
-                grid=grid)
-    return replace(base, epsilon=float(epsilon), params={**base.params, SPEC: {
-        "grid": {k: list(v) for k, v in grid.items()}, "mean": float(mean),
-        "distribution": distribution}})
-
-
-def spec_plan(config: RunConfig) -> SearchPlan | None:
-    """The plan of a search job (None for an ordinary run)."""
-    spec = (config.params or {}).get(SPEC)
-    if not spec:
-        return None
-    return plan_search(epsilon=config.epsilon, delta=config.delta, mean=spec["mean"],
-                       distribution=spec["distribution"], grid=spec["grid"])
-
-
 def run_events(config: RunConfig, out_dir: str | Path, *, stop=None, full_eval: bool = True):
     """runner.execute for a search job: the search's Events, into the run's folder."""
     spec = config.params[SPEC]
@@ -220,9 +146,7 @@ def search(base: RunConfig, grid: dict[str, list], *, epsilon: float, mean: floa
            ledger_root: str | Path | None = None, stop: threading.Event | None = None,
            full_eval: bool = False, log: Callable[[str], None] = lambda s: None) -> dict:
     """Run a private search into a new folder (the bench, scripts): its metrics."""
-    from engine.runner import claim_out_dir
-
-    claim_out_dir(out_dir, overwrite=False)
+    artifacts.claim_out_dir(out_dir, overwrite=False)
     report = {}
     for ev in search_events(base, grid, epsilon=epsilon, mean=mean, distribution=distribution,
                             out_dir=out_dir, ledger_root=ledger_root, stop=stop,
@@ -246,7 +170,6 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
     from engine import ledger
     from engine.evaluate import fit_and_score, full_evaluation
     from engine.registry import get_method, make_params
-    from engine.runner import _write_metrics, write_samples_png, write_synthetic
 
     base.validate()
     plan = plan_search(epsilon=epsilon, delta=base.delta, mean=mean,
@@ -298,7 +221,7 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
     seconds = time.perf_counter() - t0
     stopped = started < k
     report = {"status": "cancelled" if stopped else "finished", "mode": "private tuning",
-              "search": {**_plan_dict(plan), "K": k, "candidates_run": started,
+              "search": {**plan_dict(plan), "K": k, "candidates_run": started,
                          "seconds": round(seconds, 3)},
               "method": base.method, "dataset": base.dataset, "epsilon_spent": plan.epsilon,
               "delta": base.delta, "accuracy": {}}
@@ -306,14 +229,14 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
         report["note"] = ("stopped: nothing is released" if stopped else
                           "K = 0 candidates drawn (Poisson): nothing is released.")
         report["ledger"] = led.summary_for(charge)
-        _write_metrics(out, jsonable(report))
+        artifacts.write_metrics(out, jsonable(report))
         yield Event("cancelled" if stopped else "done", started, k, plan.epsilon,
                     message=report["note"])
         return
     (out / "config.json").write_text(best["config"].to_json())
     result = best["result"]
-    write_synthetic(out, result, view)
-    write_samples_png(out / "samples.png", result, view)
+    artifacts.write_synthetic(out, result, view)
+    artifacts.write_samples_png(out / "samples.png", result, view)
     yield Event("evaluate", k, k, plan.epsilon, message="evaluating on the real test split")
     scores = (full_evaluation(result.x, result.y, view, seed=base.seed) if full_eval else
               {"synthetic/logreg": fit_and_score("logreg", result.x, result.y, view)["accuracy"]})
@@ -329,19 +252,7 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
                                               "settings and noisy validation score"}})
     best.clear()
     report["ledger"] = led.summary_for(charge)
-    _write_metrics(out, jsonable(report))
+    artifacts.write_metrics(out, jsonable(report))
     yield Event("done", k, k, plan.epsilon, message="finished",
                 metrics={**scores, "private_search/noisy_validation_accuracy":
                          report["released"]["noisy_validation_accuracy"]}, result=result)
-
-
-def _plan_dict(plan: SearchPlan) -> dict:
-    return {"epsilon_total": plan.epsilon, "epsilon_plain_composition": plan.plain_epsilon,
-            "epsilon_per_candidate": plan.candidate_epsilon, "noise_multiplier": plan.multiplier,
-            "mean_K": plan.mean, "distribution": plan.distribution, "grid": plan.grid,
-            "validation_share": VALIDATION_SHARE,
-            "accountant": "dp-accounting RDP, RepeatAndSelectDpEvent (Papernot & Steinke 2022)"}
-
-
-def plan_json(plan: SearchPlan) -> str:
-    return dumps(_plan_dict(plan), sort_keys=True)

@@ -200,9 +200,10 @@ class _RemoteRun:
 
     def _execute(self, config: RunConfig, out_dir: Path, *, stop, full_eval: bool):
         """engine.runner.execute's counterpart: the same Events, trained on a node."""
-        from engine import ledger, private_tuning
+        from engine import ledger
+        from engine.search_plan import SPEC
 
-        if private_tuning.SPEC in config.params:
+        if SPEC in config.params:
             raise InputError("a private search runs on the local worker only; start the "
                              f"app without {ENV} to run it.")
         options = task_options(config, self.device, self.cpus)

@@ -126,7 +126,7 @@ def settings_for(config) -> str | None:
     such a request is never answered with an older run."""
     from engine import data as datasets
 
-    try:  # a private search's params (engine/private_tuning.SPEC) are no method's: None
+    try:  # a private search's params (engine/search_plan.SPEC) are no method's: None
         data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
         return resolved_settings(config, make_params(config.method, data, config.params))
     except InputError:

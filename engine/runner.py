@@ -14,17 +14,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
 
-import numpy as np
 
 from engine import data as datasets
-from engine import cost_probe, ledger, private_tuning
+from engine import cost_probe, ledger
+from engine.search_plan import SPEC
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.events import Event, TrainResult
-from engine.jsonsafe import jsonable, write_json
+from engine.artifacts import write_metrics, write_samples_png, write_synthetic
+from engine.jsonsafe import jsonable
 from engine.preview import Preview, from_method
 from engine.registry import estimate_cost, get_method, make_params
-from engine.render import image_grid, table_image
 
 
 @dataclass(frozen=True)
@@ -72,39 +72,8 @@ def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
     return Prepared(method, data, resolve_device(config.device), params, seen)
 
 
-# What a run writes; `claim_out_dir` clears only these.
-ARTIFACTS = ("config.json", "metrics.json", "synthetic.npz", "synthetic.csv", "samples.png",
-             "attack.json")  # attack.json: engine/attack_run.py's diagnostic, not released
-
 NEIGHBOURS = ("replace-one: two training sets are neighbours when they differ in one record "
               "(one record replaced by any other); the number of training records n is public")
-
-
-def check_out_dir(out_dir: str | Path, *, overwrite: bool) -> list[str]:
-    """The names a run would have to clear from `out_dir`, or InputError with the fix that
-    works: a folder holding anything but a run's artifacts is always refused (so
-    --overwrite can never delete the user's files); one holding a run's artifacts needs
-    `overwrite`. Reads the folder only, so it can run before the data is loaded."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {str(out)!r} is a file; give a folder for the run's artifacts.")
-    present = sorted(p.name for p in out.iterdir()) if out.exists() else []
-    other = [n for n in present if n not in ARTIFACTS or not (out / n).is_file()]
-    if other:
-        raise InputError(f"--out folder {str(out)!r} holds files that are not a run's artifacts "
-                         f"({', '.join(other[:5])}); choose a new or empty folder.")
-    if present and not overwrite:
-        raise InputError(f"--out folder {str(out)!r} already holds a run ({', '.join(present[:5])}); "
-                         "pass --overwrite to replace that run, or choose a new folder.")
-    return present
-
-
-def claim_out_dir(out_dir: str | Path, *, overwrite: bool) -> Path:
-    """The folder for one run, empty: `check_out_dir`, then the old run's artifacts deleted."""
-    out = Path(out_dir)
-    for name in check_out_dir(out, overwrite=overwrite):
-        (out / name).unlink()
-    return out
 
 
 def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | None = None,
@@ -116,9 +85,10 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     that dies (an exception, Ctrl-C, the consumer closing this generator) writes one that
     says "interrupted"; after a hard kill there is none. So a folder never shows metrics
     of a run other than the one that wrote its config.json."""
-    if private_tuning.SPEC in config.params:  # a private search job: its own runner
-        return (yield from private_tuning.run_events(config, out_dir, stop=stop,
-                                                     full_eval=full_eval))
+    if SPEC in config.params:  # a private search job: its own runner
+        from engine.private_tuning import run_events
+
+        return (yield from run_events(config, out_dir, stop=stop, full_eval=full_eval))
     prepared = prepared or prepare(config, ledger_root=ledger.root_for(out_dir))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -130,14 +100,14 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     try:
         metrics, last, result = yield from _run(config, prepared, out, stop, full_eval)
     except BaseException as exc:
-        _write_metrics(out, {"status": "interrupted", "method": config.method,
+        write_metrics(out, {"status": "interrupted", "method": config.method,
                              "dataset": config.dataset,
                              "reason": f"{type(exc).__name__}: {exc}".rstrip(": ")})
         raise
     if charge is not None:  # the actual releases replace the planned charge
         book.settle(charge, result.privacy.to_dict())
         metrics["ledger"] = book.summary_for(charge)
-        _write_metrics(out, metrics)
+        write_metrics(out, metrics)
     yield Event("cancelled" if metrics["status"] == "cancelled" else "done", last.step,
                 last.total, result.privacy.epsilon_spent,
                 metrics=metrics["accuracy"], result=result, message=metrics["status"])
@@ -207,7 +177,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         metrics["fidelity"] = measured
     if not config.private:
         metrics["note"] = "NON-PRIVATE reference run (epsilon = inf, no noise added)."
-    _write_metrics(out, metrics)
+    write_metrics(out, metrics)
     return metrics, last, result
 
 
@@ -275,35 +245,3 @@ def disclosures(data: datasets.Dataset, scores: dict, *, fidelity: bool = False)
                                   "listed under privacy.releases",
             "not private": not_private,
             "treated as public": public}
-
-
-def _write_metrics(out: Path, metrics: dict) -> None:
-    write_json(out / "metrics.json", metrics, indent=2, sort_keys=True)
-
-
-def write_synthetic(out: Path, result: TrainResult, data: datasets.Dataset) -> Path:
-    if data.kind == "image":
-        path = out / "synthetic.npz"
-        np.savez_compressed(path, x=result.x.astype(np.float32), y=result.y)
-        return path
-    labelled = (result.y >= 0).any()
-    frame = datasets.tabular_to_frame(result.x, data.columns,
-                                      y=result.y if labelled else None,
-                                      class_names=data.class_names,
-                                      label=data.notes.get("label", "label"))
-    path = out / "synthetic.csv"
-    frame.to_csv(path, index=False)
-    return path
-
-
-def write_samples_png(path: Path, result: TrainResult, data: datasets.Dataset) -> None:
-    if data.kind == "image":
-        labels = result.y if (result.y >= 0).any() else np.zeros(len(result.y), int)
-        names = data.class_names if (result.y >= 0).any() else ["samples"]
-        image_grid(result.x, labels, names).save(path)
-        return
-    frame = datasets.tabular_to_frame(result.x[:20], data.columns).round(3)
-    header = list(frame.columns) + ["label"]
-    rows = [list(map(str, r)) + [data.class_names[lab] if lab >= 0 else ""]
-            for r, lab in zip(frame.values.tolist(), result.y[:20])]
-    table_image(rows, header).save(path)

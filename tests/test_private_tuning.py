@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from engine import ledger as L
 from engine import private_tuning as T
 from engine import privacy as P
+from engine import search_plan as S
 from engine.config import RunConfig
 from engine.errors import InputError
 
@@ -69,24 +70,24 @@ def test_design_check_values_and_private_selection_beats_plain_composition():
     geo = P.repeat_and_select_epsilon([(((5.0, 1),), 10, 1.0)], delta=1e-5)
     poi = P.repeat_and_select_epsilon([(((5.0, 1),), 10, math.inf)], delta=1e-5)
     assert round(geo, 2) == 1.72 and round(poi, 2) == 1.86
-    plan = T.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric",
+    plan = S.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric",
                          grid=GRID)
     assert plan.epsilon <= 2.0 and plan.epsilon == pytest.approx(2.0, rel=1e-4)
     assert plan.plain_epsilon == pytest.approx(
         P.epsilon_for(plan.multiplier, delta=1e-5, compositions=10))
     assert plan.plain_epsilon > plan.epsilon > plan.candidate_epsilon
     with pytest.raises(InputError, match="finite epsilon"):
-        T.plan_search(epsilon=math.inf, delta=1e-5, mean=10, distribution="geometric", grid=GRID)
+        S.plan_search(epsilon=math.inf, delta=1e-5, mean=10, distribution="geometric", grid=GRID)
     with pytest.raises(InputError, match="distribution"):
-        T.plan_search(epsilon=1, delta=1e-5, mean=10, distribution="uniform", grid=GRID)
+        S.plan_search(epsilon=1, delta=1e-5, mean=10, distribution="uniform", grid=GRID)
 
 
 def test_the_ledger_takes_the_smaller_of_plain_and_private_selection(runs_root):
     led = L.Ledger(runs_root)
     led.book(RunConfig(epsilon=1.0), run_id="plain-run", source="test")
-    plan = T.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric", grid=GRID)
+    plan = S.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric", grid=GRID)
     charge = led.book(RunConfig(epsilon=plan.epsilon), run_id="s", source="private-tuning",
-                      charge_id="s", search=T.ledger_search(plan))
+                      charge_id="s", search=S.ledger_search(plan))
     z1 = L.planned(RunConfig(epsilon=1.0))[0][0]
     for k in range(1, 16):
         assert led.add_candidate(charge) == k
@@ -132,7 +133,7 @@ def test_the_score_noise_comes_from_the_accountants_generator(monkeypatch):
 
 
 def test_k_and_settings_are_drawn_from_os_entropy(monkeypatch):
-    plan = T.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="poisson", grid=GRID)
+    plan = S.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="poisson", grid=GRID)
     big = {f"k{i}": list(range(10)) for i in range(8)}
     draws = [(T.draw_k(plan, g := T.os_rng()), T.draw_settings(big, g)) for _ in range(4)]
     assert len({json.dumps(d, sort_keys=True) for d in draws}) == 4  # not one fixed seed
@@ -155,12 +156,12 @@ def _base(csv) -> RunConfig:
 
 
 def test_only_the_best_candidates_outputs_survive(runs_root, csv, tmp_path, monkeypatch):
-    import engine.runner as runner
+    import engine.artifacts as artifacts
 
     monkeypatch.setattr(T, "draw_k", lambda plan, rng: 4)
     writes = []
-    real_write = runner.write_synthetic
-    monkeypatch.setattr(runner, "write_synthetic",
+    real_write = artifacts.write_synthetic
+    monkeypatch.setattr(artifacts, "write_synthetic",
                         lambda out, result, data: writes.append(out) or real_write(out, result, data))
     trained = []
     real_train = T.noisy_accuracy
@@ -204,7 +205,7 @@ def test_a_killed_search_stays_charged_for_every_candidate_that_started(runs_roo
     with pytest.raises(KeyboardInterrupt):
         T.search(_base(csv), GRID, epsilon=2.0, mean=10, out_dir=out, ledger_root=runs_root)
     (d,) = L.Ledger(runs_root).datasets()
-    plan = T.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric", grid=GRID)
+    plan = S.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric", grid=GRID)
     assert d["runs"][0]["mechanisms"] == [[plan.multiplier, 1]] * 3
     assert d["epsilon"] == pytest.approx(P.epsilon_for(plan.multiplier, delta=1e-5,
                                                        compositions=3))
@@ -245,7 +246,7 @@ def test_a_search_job_runs_through_the_worker_and_stays_on_the_ledger(runs_root,
 
     monkeypatch.setattr(T, "draw_k", lambda plan, rng: 3)
     store = RunStore(runs_root)
-    config = T.search_config(_base(csv), GRID, epsilon=2.0, mean=10)
+    config = S.search_config(_base(csv), GRID, epsilon=2.0, mean=10)
     rid = store.create_run(config, sweep="my search")
     assert run(store, rid, execute, stop=threading.Event(), full_eval=False) == RunStatus.FINISHED
     rec = store.get_run(rid)
@@ -268,7 +269,7 @@ def test_runs_page_shows_both_epsilons_and_queues_a_private_search(runs_root):
     at = open_app()
     at.switch_page("pages/runs.py").run()
     assert not at.exception
-    plan = T.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric",
+    plan = S.plan_search(epsilon=2.0, delta=1e-5, mean=10, distribution="geometric",
                          grid={"_": [0]})
     value = {m.label: m.value for m in at.metric}
     assert value["ε by private selection"] == f"{plan.epsilon:.3g}"
@@ -281,7 +282,7 @@ def test_runs_page_shows_both_epsilons_and_queues_a_private_search(runs_root):
     assert not at.exception and not at.error
     store = RunStore(runs_root)
     (rec,) = [r for r in store.list_runs() if r.sweep == "pt"]
-    assert rec.config.params[T.SPEC]["grid"] == {"lr": [0.003, 0.01, 0.03], "epochs": [2, 4]}
+    assert rec.config.params[S.SPEC]["grid"] == {"lr": [0.003, 0.01, 0.03], "epochs": [2, 4]}
     assert rec.config.epsilon == 2.0
     from engine.jobs import JobManager
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine.config import RunConfig, parse_epsilon
 from engine.errors import InputError
-from engine.private_tuning import DISTRIBUTIONS, plan_search, search_config
+from engine.search_plan import DISTRIBUTIONS, plan_search, search_config
 from engine.registry import available_methods, default_params
 from engine.tuning import parse_values
 from ui.choices import EPSILON_CHOICES, epsilon_label
