@@ -6,14 +6,25 @@ marginal, real training vs synthetic, on quantile bins of the real data: an eval
 not a release), seconds, and the process's peak resident memory.
 
     .venv/bin/python bench/aim.py [--epsilon 1] [--seeds 3] [--datasets breast_cancer mixed]
+        [--methods aim marginals paper reference] [--reference PRIVATE_PGM_CHECKOUT]
 
 `mixed` is a generated census-like table (n = 4,000: integer, skewed, categorical and
 dependent columns with public bounds), so nothing is downloaded.
+
+`paper`: engine/aim.py at the paper's settings (16·d rounds in all, an 80 MB model cap,
+1,000 mirror-descent iterations) instead of its laptop defaults. `reference`: the
+authors' own AIM (mechanisms/aim.py of github.com/ryan112358/private-pgm, a checkout
+given by --reference; not part of this project, so no test needs it) at the paper's
+settings, on the same discretisation: the check of this port against its source.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import io
+import importlib.util
 import itertools
 import resource
 import sys
@@ -81,17 +92,81 @@ def workload_error(real_x, real_y, syn_x, syn_y, columns, bins: int = 5) -> floa
     return float(np.mean(errors))
 
 
-def run_one(method: str, data: Dataset, epsilon: float, seed: int, overrides=None) -> dict:
-    config = RunConfig(method=method, dataset=data.name, epsilon=epsilon, seed=seed)
-    params = make_params(method, data, overrides or {})
+def paper_settings(data: Dataset) -> dict:
+    """engine/aim.py's knobs at the paper's values: T = 16·d rounds in all (d attributes,
+    the label included; `rounds` counts those after the d one-way measurements)."""
+    d = len(data.columns) + 1
+    return {"rounds": 15 * d, "max_model_size": 80.0, "iters": 1000, "final_iters": 1000}
+
+
+def run_one(method: str, data: Dataset, epsilon: float, seed: int, overrides=None,
+            reference: str | None = None) -> dict:
     t0 = time.perf_counter()
-    *_, done = get_method(method).train(config, params, data, "cpu", threading.Event())
+    if method == "reference":
+        x, y, eps = reference_aim(data, epsilon, seed, reference)
+    else:
+        name = "aim" if method == "paper" else method
+        config = RunConfig(method=name, dataset=data.name, epsilon=epsilon, seed=seed)
+        knobs = paper_settings(data) if method == "paper" else overrides or {}
+        params = make_params(name, data, knobs)
+        *_, done = get_method(name).train(config, params, data, "cpu", threading.Event())
+        x, y, eps = done.result.x, done.result.y, done.result.privacy.epsilon_spent
     seconds = time.perf_counter() - t0
-    res = done.result
-    scores = full_evaluation(res.x, res.y, data, models=("logreg",), include_real=False, seed=seed)
+    scores = full_evaluation(x, y, data, models=("logreg",), include_real=False, seed=seed)
     return {"accuracy": scores["synthetic/logreg"], "roc_auc": scores["synthetic/logreg/roc_auc"],
-            "workload_tv": workload_error(data.x_train, data.y_train, res.x, res.y, data.columns),
-            "epsilon": res.privacy.epsilon_spent, "seconds": seconds}
+            "workload_tv": workload_error(data.x_train, data.y_train, x, y, data.columns),
+            "epsilon": eps, "seconds": seconds}
+
+
+def reference_aim(data: Dataset, epsilon: float, seed: int, checkout: str):
+    """The authors' AIM on `data`, discretised as engine/aim.py discretises it (public
+    bounds only: the mixed table), all 2-way marginals as the workload, δ = 1e-5; its ρ
+    from the authors' own ε → ρ conversion (cdp2adp). Two shims for the mbi 2.0 that
+    this project pins (the checkout calls an older API): `estimation.mirror_descent`
+    becomes mbi 2.0's MirrorDescent (warm-started from the previous model where the
+    reference passes potentials), and `filter_candidates` reads the model's cliques as a
+    list. Its noise comes from numpy's global generator, seeded here: a bench, not a
+    release. Returns (x, y, ε)."""
+    import mbi
+    from mbi import estimation
+
+    from engine import aim_plan, column_kinds
+
+    mech_dir = Path(checkout) / "mechanisms"
+    if not (mech_dir / "aim.py").is_file():
+        raise SystemExit(f"--reference {checkout!r}: no mechanisms/aim.py there (a checkout "
+                         "of github.com/ryan112358/private-pgm is needed)")
+    sys.path.insert(0, str(mech_dir))  # aim.py imports its sibling mechanism.py
+    spec = importlib.util.spec_from_file_location("private_pgm_aim", mech_dir / "aim.py")
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    n = data.n_train
+    last = {}
+
+    def mirror_descent(domain, measurements, iters, potentials=None, callback_fn=None):
+        warm = last.get("model") if potentials is not None else None
+        last["model"] = estimation.MirrorDescent().estimate(
+            domain, measurements, iters=iters, known_total=float(n), warm_start=warm)
+        return last["model"]
+
+    def filter_candidates(candidates, model, size_limit):
+        free = ref.downward_closure(model.cliques)
+        return {cl: w for cl, w in candidates.items()
+                if cl in free or ref.junction_tree.hypothetical_model_size(
+                    model.domain, list(model.cliques) + [cl]) <= size_limit}
+
+    estimation.mirror_descent = mirror_descent
+    ref.filter_candidates = filter_candidates
+    disc = aim_plan.discretise(data, make_params("aim", data).bins, {})
+    domain = mbi.Domain(disc.names, disc.sizes)
+    records = mbi.Dataset(aim_plan.encode(data.x_train, data.y_train, disc), domain)
+    workload = [(cl, 1.0) for cl in itertools.combinations(disc.names, 2)]
+    np.random.seed(seed)
+    mech = ref.AIM(epsilon, 1e-5, max_model_size=80, max_iters=1000)
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints every round
+        _, synth = mech.run(records, workload, num_synth_rows=n)
+    x, y = aim_plan.decode(synth.to_dict(), disc, np.random.default_rng(seed))
+    return column_kinds.restore(x, data), y, epsilon
 
 
 def main(argv=None) -> None:
@@ -99,7 +174,10 @@ def main(argv=None) -> None:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--datasets", nargs="+", default=["breast_cancer", "mixed"])
-    ap.add_argument("--methods", nargs="+", default=["aim", "marginals"])
+    ap.add_argument("--methods", nargs="+", default=["aim", "marginals"],
+                    choices=["aim", "marginals", "dpmerf", "paper", "reference"])
+    ap.add_argument("--reference", help="a checkout of github.com/ryan112358/private-pgm "
+                                        "(for --methods reference)")
     ap.add_argument("--n", type=int, default=4000, help="records of the mixed table")
     ap.add_argument("--aim", default="{}", help="AIM overrides as a Python dict (tiny runs)")
     args = ap.parse_args(argv)
@@ -111,8 +189,8 @@ def main(argv=None) -> None:
             rows = []
             for seed in range(args.seeds):
                 data = mixed_table(args.n, seed) if name == "mixed" else load(name, seed=seed)
-                over = eval(args.aim) if method == "aim" else {}  # noqa: S307 (bench CLI)
-                rows.append(run_one(method, data, args.epsilon, seed, over))
+                over = ast.literal_eval(args.aim) if method == "aim" else {}
+                rows.append(run_one(method, data, args.epsilon, seed, over, args.reference))
 
             def cell(key, r=rows):
                 v = np.array([row[key] for row in r])
