@@ -33,7 +33,7 @@ from engine.processes import OWNER
 from engine.records import ACTIVE, RunRecord, RunStatus, record_fields
 from engine.registry import settings_for
 from engine.store import RunStore
-from engine.scheduling import HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings
+from engine.scheduling import HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, published_slots
 from engine.worker import CTX, serve, worker_alive
 
 SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker
@@ -208,11 +208,19 @@ class JobManager:
             self._smooth.forget(run_id)
         return JobSnapshot(**record_fields(rec), **live)
 
+    @property
+    def slots(self) -> int:
+        """Runs that train at once: the local slots, or on Ray what the worker last
+        found the cluster offers (nodes join and leave)."""
+        if self.settings.ray_address:
+            return published_slots(self.store.root) or self.slots_per_device
+        return self.slots_per_device
+
     def occupancy(self) -> tuple[int, int]:
         """(runs training now, slots) of the CPU queue, for "N of M slots busy"."""
         busy = sum(1 for r in self.store.active_runs()
                    if r.status == RunStatus.RUNNING and r.device == "cpu")
-        return busy, self.slots_per_device
+        return busy, self.slots
 
     def occupancy_line(self) -> str:
         return slots.occupancy_line(*self.occupancy())
@@ -351,7 +359,7 @@ class JobManager:
         left_cache: dict[str, float | None] = {
             r.run_id: left(r) for r in active if r.status == RunStatus.RUNNING}
         plan = eta.queue_plan(
-            active, slots_per_device=self.slots_per_device,
+            active, slots_per_device=self.slots,
             remaining=lambda r: left_cache.get(r.run_id),
             duration=lambda r: self._usual(r.config, newest).total_s,
             error=lambda r: eta.error_of(self._usual(r.config, newest), left_cache.get(r.run_id)),

@@ -48,7 +48,8 @@ from engine.errors import InputError
 from engine.events import Event
 from engine.records import RunStatus
 from engine.store import RunStore
-from engine.scheduling import STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings, run
+from engine.scheduling import (STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings,
+                               publish_slots, run)
 
 ENV = "DPSYNTH_RAY_ADDRESS"
 CPUS_ENV = "DPSYNTH_RAY_CPUS"  # CPUs (and torch threads) per run on the cluster; default 1
@@ -288,7 +289,9 @@ class RayWorker(PollLoop):
             self.error = f"cannot use the Ray cluster at {settings.ray_address!r}: {e}"
 
     def _capacity(self) -> int:
-        return max(1, int(ray.cluster_resources().get("CPU", 0)) // self.cpus)
+        capacity = max(1, int(ray.cluster_resources().get("CPU", 0)) // self.cpus)
+        publish_slots(self.s.root, capacity)  # the pages' "N of M slots busy"
+        return capacity
 
     def loop(self) -> str:
         if self.error:

@@ -10,6 +10,7 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -40,6 +41,24 @@ class WorkerSettings:
     heartbeat_s: float = HEARTBEAT_S
     # A Ray cluster to train on (engine/ray_backend.py); None = local trainer processes.
     ray_address: str | None = None
+
+
+SLOTS_FILE = "worker.slots"  # the runs a Ray worker trains at once, for the app's pages
+
+
+def publish_slots(root, slots: int) -> None:
+    """Where the worker, not the app, knows how many runs train at once (Ray: the
+    cluster's CPUs), it writes the number here; `published_slots` reads it."""
+    tmp = Path(root) / f".{SLOTS_FILE}.tmp"
+    tmp.write_text(str(int(slots)))
+    os.replace(tmp, Path(root) / SLOTS_FILE)  # readers never see half a file
+
+
+def published_slots(root) -> int | None:
+    try:
+        return int((Path(root) / SLOTS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 class PollLoop:

@@ -87,8 +87,9 @@ def cluster_address():
 
 @pytest.fixture(scope="module")
 def on_ray(cluster_address, tmp_path_factory):
+    # one local slot: on Ray the cluster's CPUs decide (test_the_pages_count_the_clusters_slots)
     jm = JobManager(RunStore(tmp_path_factory.mktemp("ray")), full_eval=False,
-                    ray_address=cluster_address, heartbeat_s=0.5)
+                    ray_address=cluster_address, heartbeat_s=0.5, slots_per_device=1)
     yield jm
     jm.shutdown()
 
@@ -117,6 +118,15 @@ def test_sweep_of_six_matches_the_local_worker(on_ray, tmp_path):
         assert got["ledger"]["dataset"] == want["ledger"]["dataset"]
     last = json.loads((on_ray.store.artifact_dir(ids[-1]) / "metrics.json").read_text())
     assert last["ledger"]["runs"] == 6
+
+
+def test_the_pages_count_the_clusters_slots(on_ray):
+    """"N of M slots busy" on Ray: M is what the worker found the cluster offers (2 CPUs,
+    1 per run), not the app machine's local slots (1 here)."""
+    assert on_ray.slots_per_device == 1
+    on_ray.wait(on_ray.submit(RunConfig(seed=50, **SMALL)), timeout=HANG_S)
+    assert on_ray.occupancy()[1] == 2
+    assert on_ray.occupancy_line().endswith("of 2 training slots busy")
 
 
 def test_stop_cancels_the_task(on_ray):
