@@ -81,12 +81,12 @@ class Params:
 @dataclass(frozen=True)
 class Column:
     """How one column is binned: `edges` (numeric, len = bins + 1) or `size` categories.
-    `sparse`: edges are dp_bounds' wide geometric grid (no public bounds), most of whose
-    cells hold no record."""
+    `floor`: cells whose noisy count is under dp_bounds' noise floor are dropped before
+    sampling (a table's numeric columns: see `_probabilities`)."""
 
     edges: np.ndarray | None
     size: int
-    sparse: bool = False
+    floor: bool = False
 
 
 def n_columns(data: Dataset) -> int:
@@ -108,10 +108,10 @@ def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
         if c.kind == "cat":
             out.append(Column(None, len(c.categories)))
         elif bounds is not None:
-            out.append(Column(np.linspace(bounds[0], bounds[1], bins + 1), bins))
+            out.append(Column(np.linspace(bounds[0], bounds[1], bins + 1), bins, floor=True))
         elif steps_per_octave is not None:
             edges = dp_bounds.grid(steps_per_octave)
-            out.append(Column(edges, len(edges) - 1, sparse=True))
+            out.append(Column(edges, len(edges) - 1, floor=True))
         else:
             raise ValueError(f"column {c.name!r}: no public bounds, none released, no grid")
     return out
@@ -230,7 +230,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     # Post-processing from here: the noisy statistics only.
     rng = np.random.default_rng(config.seed)  # sampling randomness, not DP noise
     label_p = _probabilities(counts[None, :], [data.n_classes], [False], sigma_counts)[0][0]
-    cdf = _probabilities(hist, sizes, [c.sparse for c in columns], sigma_hist)
+    cdf = _probabilities(hist, sizes, [c.floor for c in columns], sigma_hist)
     n_out = config.n_synthetic or data.n_train
     y = rng.choice(data.n_classes, size=n_out, p=label_p)
     x = _draw(rng, y if params.conditional else np.zeros_like(y), cdf, columns, data)
@@ -249,17 +249,20 @@ def _noise(shape, std: float) -> np.ndarray:
     return gaussian_noise(shape, std, dtype=torch.float64).numpy()
 
 
-def _probabilities(noisy: np.ndarray, sizes: list[int], sparse: list[bool],
+def _probabilities(noisy: np.ndarray, sizes: list[int], floor: list[bool],
                    sigma: float) -> list[np.ndarray]:
     """Per column, (rows, size) sampling probabilities from noisy counts: negative counts
-    clamped to 0; on dp_bounds' wide grid, counts under its noise floor dropped so noise
-    cannot invent values far out; a row with no mass left keeps its largest cell."""
+    clamped to 0; where `floor`, counts under dp_bounds' noise floor dropped too. Clamping
+    alone leaves every empty cell about 0.4σ of mass: summed over a column's empty tail
+    cells that invents values far out (dp_bounds' wide grid) or fattens a sparse tail (a
+    capital gain's continuous part: 15 % of the synthetic gains above 20,000 against 6 %
+    real, before the floor). A row with no mass left keeps its largest cell."""
     out, start = [], 0
-    for size, wide in zip(sizes, sparse):
+    for size, drop in zip(sizes, floor):
         block = noisy[:, start:start + size]
         start += size
         p = np.clip(block, 0.0, None)
-        if wide:
+        if drop:
             p = np.where(block > dp_bounds.noise_floor(size, sigma), p, 0.0)
         empty = p.sum(1) <= 0
         p[empty] = 0.0

@@ -176,9 +176,11 @@ def test_non_private_marginals_match_the_data_per_class():
 
 def test_columns_without_public_bounds_stay_where_the_data_is():
     """Without public bounds a column is binned on dp_bounds' geometric grid, as fine as
-    n and σ allow, and counts under the noise floor are dropped: noise does not put
-    values in the grid's far cells, and nothing is drawn beyond the cells the data fill
-    (no power-of-two bucket reaching 32 for data that stops at 20)."""
+    n and σ allow, and counts under the noise floor are dropped: values are drawn from
+    the cells the data fill, not from a power-of-two bucket reaching 32 for data that
+    stops at 20 (the ladder drew about a third of them above 20). Noise alone clears the
+    floor in some cell of a class row with probability 1 %, so a few values may land
+    elsewhere."""
     data = _table(3000, public=False)
     config = RunConfig(method="marginals", dataset="t", epsilon=1.0, n_synthetic=3000)
     params = make_params("marginals", data)
@@ -186,7 +188,8 @@ def test_columns_without_public_bounds_stay_where_the_data_is():
     assert marginals.grid_resolution(data, params, sigma) == 4  # 1,500 records a row, σ ≈ 9
     r = _run(config, data)[-1].result
     col_a = r.x[:, 0]  # real values uniform on [10, 20]: grid cells [2^3.25, 2^4.5)
-    assert 2 ** 3.25 <= col_a.min() and col_a.max() <= 2 ** 4.5
+    assert np.mean((col_a < 2 ** 3.25) | (col_a > 2 ** 4.5)) < 0.03
+    assert np.mean(col_a > 20) < 0.1
 
 
 def test_a_point_mass_is_drawn_as_often_as_the_data_has_it():
