@@ -13,18 +13,19 @@ values are clipped into the end bins, record by record; a zero-inflated column's
 adds nothing where the record sits at the mass, which its flag column records).
 Replacing it removes at most 1 from one cell and adds at most 1 to one cell of each
 histogram, possibly in another class's row: the L2 change is at most √2 per histogram and
-per class-count vector (0 when the cell is the same), √(2(d+1)) for all of them together. Each histogram is one Gaussian release with
-sensitivity √2; engine.privacy composes the d column releases and the counts release
-exactly (ComposeGaussian), the counts taking `counts_share` of the budget. Noise comes
-from engine.noise.gaussian_noise (OS entropy). The bins are public: equal-width on the
+per class-count vector (0 when the cell is the same), √(2(d+1)) for all of them together.
+Each histogram is one Gaussian release with sensitivity √2; engine.privacy composes the
+d column releases and the counts release exactly (ComposeGaussian), the counts taking
+`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy). The bins are public: equal-width on the
 column's public bounds; the public category list for categoricals; [0, 1] for pixels;
 for a numeric column without public bounds, engine.dp_bounds' signed geometric grid, 1,
 2 or 4 cells per doubling as the public n and σ allow. That histogram is the column's
-range release too, so no budget goes to a separate bounds release: cells under
-dp_bounds' noise floor are dropped before sampling, so noise does not invent values far
-out and no synthetic value lies more than one cell beyond the data (an age column with 4
-cells per doubling is drawn up to 90.5, not up to the 128 its power-of-two bucket
-reached). Clamping, thresholding, normalising and sampling are post-processing.
+range release too, so no budget goes to a separate bounds release. In every numeric
+column of a table, cells under dp_bounds' noise floor are dropped before sampling, so
+noise does not invent values far out and no synthetic value lies more than one cell
+beyond the data (an age column with 4 cells per doubling is drawn up to 90.5, not up to
+the 128 its power-of-two bucket reached). Clamping, thresholding, normalising and
+sampling are post-processing.
 """
 
 from __future__ import annotations
