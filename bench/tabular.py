@@ -85,8 +85,9 @@ def run_one(method: str, ds: dict, eps: float, seed: int, home: Path, extra: lis
 def _seconds(values: list) -> str:
     """Median and range: one run slowed by a busy machine should not move the figure."""
     med = statistics.median(values)
-    return (f"{med:.1f} ({min(values):.1f}–{max(values):.1f})" if len(values) > 1
-            else f"{med:.1f}")
+    d = 2 if med < 1 else 1
+    return (f"{med:.{d}f} ({min(values):.{d}f}–{max(values):.{d}f})" if len(values) > 1
+            else f"{med:.{d}f}")
 
 
 def _cell(values: list) -> str:
