@@ -14,6 +14,21 @@ HANG_S = 600
 TINY_DPMERF = {"n_features": 300, "epochs": 10, "batch_size": 100, "sample_every": 5}
 
 
+@pytest.fixture
+def drawn(monkeypatch):
+    """The std of every DP noise draw, recorded where all of them go (engine/noise.py)."""
+    from engine import noise
+
+    stds, real = [], noise.gaussian
+
+    def recording(shape, std, **kw):
+        stds.append(float(std))
+        return real(shape, std, **kw)
+
+    monkeypatch.setattr(noise, "gaussian", recording)
+    return stds
+
+
 @pytest.fixture(scope="session")
 def digits():
     from engine.data import load

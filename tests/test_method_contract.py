@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from conftest import TINY_DPMERF
-from engine import audit, noise
+from engine import audit
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.events import TrainResult
@@ -51,19 +51,6 @@ def setup(request, digits, breast_cancer):
 
 def _methods():
     return pytest.mark.parametrize("setup", list(METHODS), indirect=True)
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """The std of every noise draw, recorded where all of them go (engine/noise.py)."""
-    stds, real = [], noise.gaussian
-
-    def recording(shape, std, **kw):
-        stds.append(float(std))
-        return real(shape, std, **kw)
-
-    monkeypatch.setattr(noise, "gaussian", recording)
-    return stds
 
 
 def _run(config, params, data, stop=None, stop_at_first_event=False):

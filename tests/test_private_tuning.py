@@ -114,19 +114,9 @@ def test_the_score_moves_by_at_most_its_sensitivity(pairs, at, pred, label):
     assert abs(T.correct_count(p, y) - T.correct_count(p2, y2)) <= T.SCORE_SENSITIVITY
 
 
-def test_the_score_noise_comes_from_the_accountants_generator(monkeypatch):
-    asked = []
-    from engine import noise
-
-    real = noise.gaussian_noise
-
-    def spy(shape, std, **kw):
-        asked.append(std)
-        return real(shape, std, **kw)
-
-    monkeypatch.setattr(noise, "gaussian_noise", spy)
+def test_the_score_noise_comes_from_the_accountants_generator(drawn):
     values = {T.noisy_accuracy(50, 100, 4.0) for _ in range(5)}
-    assert asked == [4.0 * T.SCORE_SENSITIVITY] * 5 and len(values) == 5  # never seeded
+    assert drawn == [4.0 * T.SCORE_SENSITIVITY] * 5 and len(values) == 5  # never seeded
 
 
 # ----------------------------------------------------------------- the random draws
