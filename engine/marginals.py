@@ -16,12 +16,11 @@ histogram, possibly in another class's row: the L2 change is at most √2 per hi
 per class-count vector (0 when the cell is the same), √(2(d+1)) for all of them together.
 Each histogram is one Gaussian release with sensitivity √2; engine.privacy composes the
 d column releases and the counts release exactly (ComposeGaussian), the counts taking
-`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy).
-The bins are public: on the column's public bounds (`bin_edges`: equal-width, or
-geometric for a non-negative range over orders of magnitude); the public category list
-for categoricals; [0, 1] for pixels; for a numeric column without public bounds,
-engine.dp_bounds' signed geometric grid, 1, 2 or 4 cells per doubling as the public n and
-σ allow. That histogram is the column's
+`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy). The bins are public: on the column's public
+bounds (`bin_edges`: equal-width, or geometric for a non-negative range over orders of
+magnitude); the public category list for categoricals; [0, 1] for pixels;
+for a numeric column without public bounds, engine.dp_bounds' signed geometric grid, 1,
+2 or 4 cells per doubling as the public n and σ allow. That histogram is the column's
 range release too, so no budget goes to a separate bounds release. In every numeric
 column of a table, cells under dp_bounds' noise floor are dropped before sampling, so
 noise does not invent values far out and no synthetic value lies more than one cell
