@@ -59,9 +59,8 @@ class Params:
                        help="Workload: every k-way marginal (2 or 3) the synthetic table "
                             "should keep. 3 keeps more relations and runs much longer.")
     bins: int = knob(8, lo=2, hi=64, main=True,
-                     help="Bins per numeric column on its public (or privately released) "
-                          "bounds: equal-width, or geometric for a non-negative range over "
-                          "orders of magnitude. Fewer bins = fewer cells sharing the noise.")
+                     help="Equal-width bins per numeric column on its public (or privately "
+                          "released) bounds. Fewer bins = fewer cells sharing the noise.")
     rounds: int = knob(31, lo=1, main=True,
                        help="Rounds after the one-way marginals: with d attributes the first "
                             "rounds get ρ/(d + rounds) each (the paper: 16·d in all; fewer "

@@ -3,9 +3,8 @@
 Discretisation (nothing read from the private records unless charged or disclosed):
 categorical columns use their category list (public metadata, or listed under
 `disclosures` when read from a user's file, as for every method); numeric columns get
-`bins` bins (engine/marginals.bin_edges: equal-width, or geometric for a non-negative
-range spanning orders of magnitude) on their public bounds, or, where a column has none,
-on bounds released privately by engine.dp_bounds (its noisy grid histogram, sensitivity
+`bins` equal-width bins on their public bounds, or, where a column has none, on bounds
+released privately by engine.dp_bounds (its noisy grid histogram, sensitivity
 √(2·k) for k such columns, charged below). The label is one more attribute.
 
 Budget (replace-one neighbours, n public). The run's (ε, δ) is met twice over:

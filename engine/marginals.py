@@ -16,9 +16,8 @@ histogram, possibly in another class's row: the L2 change is at most √2 per hi
 per class-count vector (0 when the cell is the same), √(2(d+1)) for all of them together.
 Each histogram is one Gaussian release with sensitivity √2; engine.privacy composes the
 d column releases and the counts release exactly (ComposeGaussian), the counts taking
-`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy). The bins are public: on the column's public
-bounds (`bin_edges`: equal-width, or geometric for a non-negative range over orders of
-magnitude); the public category list for categoricals; [0, 1] for pixels;
+`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy). The bins are public: equal-width on the
+column's public bounds; the public category list for categoricals; [0, 1] for pixels;
 for a numeric column without public bounds, engine.dp_bounds' signed geometric grid, 1,
 2 or 4 cells per doubling as the public n and σ allow. That histogram is the column's
 range release too, so no budget goes to a separate bounds release. In every numeric
@@ -53,10 +52,9 @@ HISTOGRAM_SENSITIVITY = math.sqrt(2.0)  # one record moves one count per histogr
 @dataclass(frozen=True)
 class Params:
     bins: int = knob(8, lo=2, main=True,
-                     help="Bins per numeric column (or pixel) on its public bounds: "
-                          "equal-width, or geometric for a non-negative range over orders "
-                          "of magnitude (columns without bounds use a geometric grid). More "
-                          "bins = finer shape, fewer records per bin against the same noise.")
+                     help="Equal-width bins per numeric column (or pixel) on its public "
+                          "bounds. More bins = finer shape, fewer records per bin against "
+                          "the same noise.")
     conditional: bool = knob(True, main=True,
                              help="One histogram per class and column (naive Bayes); off: "
                                   "columns and label all drawn independently.")
