@@ -109,25 +109,13 @@ def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
         if c.kind == "cat":
             out.append(Column(None, len(c.categories)))
         elif bounds is not None:
-            out.append(Column(bin_edges(*bounds, bins), bins, floor=True))
+            out.append(Column(np.linspace(bounds[0], bounds[1], bins + 1), bins, floor=True))
         elif steps_per_octave is not None:
             edges = dp_bounds.grid(steps_per_octave)
             out.append(Column(edges, len(edges) - 1, floor=True))
         else:
             raise ValueError(f"column {c.name!r}: no public bounds, none released, no grid")
     return out
-
-
-def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
-    """`bins` cells on the bounds [lo, hi]: equal-width, or geometric (with a first cell
-    [lo, 1)) when the range is non-negative and spans three orders of magnitude or more.
-    A capital gain on [0, 99,999] in 8 equal cells of 12,500 would put almost every
-    non-zero gain (median about 4,000) in the first one. From the bounds alone: public."""
-    if lo >= 0 and hi >= 1000 * max(lo, 1.0):
-        if lo < 1:
-            return np.concatenate([[lo], np.geomspace(1.0, hi, bins)])
-        return np.geomspace(lo, hi, bins + 1)
-    return np.linspace(lo, hi, bins + 1)
 
 
 def grid_resolution(data: Dataset, params: Params, sigma_hist: float) -> int:

@@ -203,18 +203,6 @@ def test_a_point_mass_is_drawn_as_often_as_the_data_has_it():
     assert abs(np.median(syn[syn != 0]) - 550) < 60
 
 
-def test_bins_on_public_bounds_are_geometric_where_the_range_spans_orders_of_magnitude():
-    """From the bounds alone: [10, 20] in equal cells; a gain on [0, 99,999] in a cell
-    [0, 1) and then geometric cells up to the top, so its usual values (thousands) are
-    not all in the first of eight 12,500-wide cells."""
-    assert np.allclose(marginals.bin_edges(10.0, 20.0, 8), np.linspace(10, 20, 9))
-    edges = marginals.bin_edges(0.0, 99_999.0, 8)
-    assert len(edges) == 9 and edges[0] == 0 and edges[1] == 1 and edges[-1] == 99_999
-    assert np.allclose(np.diff(np.log(edges[1:])), np.log(99_999) / 7)
-    assert np.allclose(marginals.bin_edges(5.0, 50_000.0, 4), np.geomspace(5, 50_000, 5))
-    assert np.allclose(marginals.bin_edges(-1.0, 1e6, 4), np.linspace(-1, 1e6, 5))
-
-
 def test_images_are_drawn_pixel_by_pixel(digits):
     events = _run(RunConfig(method="marginals", dataset="digits", epsilon=1.0, n_synthetic=50),
                   digits)
