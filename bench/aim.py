@@ -138,10 +138,10 @@ def reference_aim(data: Dataset, epsilon: float, seed: int, checkout: str, *,
     reference passes potentials), and `filter_candidates` reads the model's cliques as a
     list. Its noise comes from numpy's global generator, seeded here: a bench, not a
     release. Returns (x, y, ε)."""
-    import mbi
-    from mbi import estimation
+    from engine import aim, aim_plan, column_kinds
 
-    from engine import aim_plan, column_kinds
+    mbi = aim._mbi()  # JAX set up as for engine/aim.py (float64, no compilation cache)
+    from mbi import estimation
 
     mech_dir = Path(checkout) / "mechanisms"
     if not (mech_dir / "aim.py").is_file():
@@ -199,10 +199,11 @@ def main(argv=None) -> None:
     print(f"{'dataset':14} {'method':10} {'accuracy':>16} {'ROC-AUC':>16} {'2-way TV':>16} "
           f"{'eps':>6} {'seconds':>8}")
     for name in args.datasets:
+        tables = [mixed_table(args.n, seed) if name == "mixed" else load(name, seed=seed)
+                  for seed in range(args.seeds)]
         for method in args.methods:
             rows = []
-            for seed in range(args.seeds):
-                data = mixed_table(args.n, seed) if name == "mixed" else load(name, seed=seed)
+            for seed, data in enumerate(tables):
                 over = ast.literal_eval(args.aim) if method == "aim" else {}
                 rows.append(run_one(method, data, args.epsilon, seed, over, args.reference))
 

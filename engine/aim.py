@@ -249,8 +249,8 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     x, y = _sample(model, n_out, disc, config.seed)
     x = column_kinds.restore(x, data)  # kinds enforced: whole numbers, masses, bounds
     show = slice(0, min(100, n_out))
-    yield Event("train", t, params.rounds, _spent(releases, config), samples=(x[show], y[show]))
     report = _report(config, budget, releases)
+    yield Event("train", t, params.rounds, report.epsilon_spent, samples=(x[show], y[show]))
     info = {"method": TITLE, "params": asdict(params), "steps": t,
             "rounds": t, "selections": t, "measurements": len(measurements),
             "anneals": anneals, "rho_budget": budget.rho,
@@ -336,16 +336,20 @@ def _selection(t: int, eps: float, quality_sensitivity: float) -> dict:
             "rho": zcdp.selection_rho(eps)}
 
 
+def _epsilons(releases: list[dict], delta: float) -> tuple[float, float, float]:
+    """(ε by exact Gaussian-DP composition, ε by zCDP, the zCDP ρ) of the releases so far."""
+    rho = sum(r["rho"] for r in releases)
+    eps_gdp = total_epsilon(from_releases({"releases": releases}) or (), delta=delta)
+    return eps_gdp, zcdp.epsilon(rho, delta), rho
+
+
 def _spent(releases: list[dict], config) -> float:
-    return min(total_epsilon(from_releases({"releases": releases}) or (), delta=config.delta),
-               zcdp.epsilon(sum(r["rho"] for r in releases), config.delta))
+    return min(_epsilons(releases, config.delta)[:2])
 
 
 def _report(config, budget: aim_plan.Budget, releases: list[dict]) -> PrivacyReport:
     """metrics.json's privacy block: both valid bounds, the smaller reported."""
-    rho = sum(r["rho"] for r in releases)
-    eps_gdp = total_epsilon(from_releases({"releases": releases}) or (), delta=config.delta)
-    eps_z = zcdp.epsilon(rho, config.delta)
+    eps_gdp, eps_z, rho = _epsilons(releases, config.delta)
     accountant = ACCOUNTANT if budget.private else privacy.NON_PRIVATE
     details = {"epsilon_gaussian_dp": eps_gdp, "epsilon_zcdp": eps_z, "rho": rho,
                "rho_budget": budget.rho, "neighbours": "replace-one (n public)",

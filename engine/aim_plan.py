@@ -28,7 +28,7 @@ The reported ε is the smaller of the two valid bounds.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,8 +42,9 @@ LABEL = "label"
 
 
 def gdp_per_rho(measure_share: float) -> float:
-    """c: a round's Gaussian-DP μ² per unit of its zCDP budget (module docstring)."""
-    return 2.0 * measure_share + math.pi * (1.0 - measure_share)
+    """c: a round's Gaussian-DP μ² per unit of its zCDP budget (module docstring): a
+    measurement's μ² is 2ρ; a selection's ε_t² = 8ρ, and μ² ≤ (π/8)·ε_t² (engine/zcdp.py)."""
+    return 2.0 * measure_share + 8 * zcdp.BR_MU2_PER_EPS2 * (1.0 - measure_share)
 
 
 @dataclass
@@ -53,7 +54,6 @@ class Budget:
     rho: float  # zCDP budget of the rounds (inf: no noise)
     bounds_sigma: float  # noise std of the bounds histogram (0: none, or no noise)
     bounds_sensitivity: float
-    mu_target: float  # 1/z of the ledger's planned charge (inf: no noise)
     measure_share: float
 
     @property
@@ -66,7 +66,7 @@ def plan_budget(config, *, measure_share: float, bounds_share: float,
     """Split the run's (ε, δ) between the bounds release and the rounds (docstring)."""
     sens = dp_bounds.sensitivity(n_private_bounds) if n_private_bounds else 0.0
     if not config.private:
-        return Budget(math.inf, 0.0, sens, math.inf, measure_share)
+        return Budget(math.inf, 0.0, sens, measure_share)
     z = privacy.calibrate_noise_multiplier(epsilon=config.epsilon, delta=config.delta)
     mu2 = 1.0 / z ** 2
     sigma_b, mu2_b = 0.0, 0.0
@@ -75,7 +75,7 @@ def plan_budget(config, *, measure_share: float, bounds_share: float,
         sigma_b = sens / math.sqrt(mu2_b)
     # (1 − 1e-9): floating-point room so the recomputed total never passes 1/z².
     rho = (mu2 - mu2_b) / gdp_per_rho(measure_share) * (1 - 1e-9)
-    return Budget(rho, sigma_b, sens, math.sqrt(mu2), measure_share)
+    return Budget(rho, sigma_b, sens, measure_share)
 
 
 def first_round(budget: Budget, rounds: int, n_oneway: int) -> tuple[float, float, float]:
@@ -99,7 +99,6 @@ class Discrete:
     columns: list[Column]  # binning of every feature column
     names: list[str]  # attribute names, features then LABEL
     sizes: list[int]
-    notes: dict = field(default_factory=dict)
 
 
 def discretise(data: Dataset, bins: int, released: dict[int, tuple[float, float]]) -> Discrete:

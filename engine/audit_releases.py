@@ -2,7 +2,7 @@
 
 `dpmerf._release` (image and mixed tabular) with σ from `dpmerf._calibrate`,
 `dpmerf._noisy_counts`, `dp_bounds.noisy_histogram`, and DataLens's `partition`,
-`topk_sto_sign`, `top_agg` under its stopping rule `_schedule`. Only the noise call is
+`topk_sto_sign`, `top_agg` under its stopping rule `datalens_accounting.schedule`. Only the noise call is
 wrapped, to draw all trials at once (a leading axis) or none (the exact mean) — through
 whatever function the module holds, so a bug planted anywhere on the path (σ,
 sensitivity, partition, step count, feature map) shows up in the audit. Each release
@@ -252,23 +252,23 @@ def datalens_votes(records: torch.Tensor, parts: np.ndarray, top_k: int) -> torc
 def datalens_scores(trials: int, *, epsilon: float, delta: float, teachers: int = 10,
                     per_teacher: int = 3, top_k: int = 16, beta: float = 0.5, seed: int = 0):
     """DataLens end to end at the vote level: the real `partition`, `topk_sto_sign`,
-    `top_agg` and stopping rule `_schedule` on a worst-case pair.
+    `top_agg` and stopping rule `datalens_accounting.schedule` on a worst-case pair.
 
     Records live in d = 2k dims. Every record is 1 on the last k coordinates; the target
     record is instead +M on the first k (D0) or −M (D1), so its teacher's k votes flip
     sign (change 2√k, the stated sensitivity). σ is set so that the budget affords exactly
-    one release (batch 1): `_schedule` must stop after one step. Every step the schedule
+    one release (batch 1): `datalens_accounting.schedule` must stop after one step. Every step the schedule
     runs releases the target's votes again; the score sums the projections. The claim is
     the user's budget (the one Gaussian mechanism of multiplier z that spends it), which
     the stopping rule promises not to exceed.
     """
-    from engine import datalens
+    from engine import datalens, datalens_accounting
 
     n = teachers * per_teacher
     z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta)
     params = datalens.Params(teachers=teachers, top_k=top_k, sigma=z * 2 * math.sqrt(top_k),
                              beta=beta, batch=1, records_per_teacher=per_teacher, max_steps=50)
-    steps, batch = datalens._schedule(_config("datalens", epsilon, delta), params, n)
+    steps, batch = datalens_accounting.schedule(_config("datalens", epsilon, delta), params, n)
     parts = datalens.partition(n, teachers, seed, per_teacher)
     d = 2 * top_k
     base = torch.zeros(n, d)

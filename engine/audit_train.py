@@ -3,7 +3,7 @@
 `datalens_train_scores` runs `datalens.train` with a tiny configuration on a worst-case
 pair and records every vote matrix `top_agg` is handed — so `partition`, the real teacher
 nets, `teacher_update`, `teacher_votes` (and `topk_sto_sign` inside it) and the stopping
-rule `_schedule` are all on the audited path. `marginals_scores` runs `marginals.train`
+rule `datalens_accounting.schedule` are all on the audited path. `marginals_scores` runs `marginals.train`
 up to its "release" event and reads the two noisy statistics it released. As in
 engine/audit_releases.py, only the noise call is changed (batched trials, or none), so a
 bug planted anywhere on the path shows up. Each returns (scores on D0, scores on D1,

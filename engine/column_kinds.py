@@ -1,5 +1,5 @@
 """Column kinds beyond numeric/categorical, and the one post-processing step that makes
-synthetic values respect them (every tabular method calls `restore` / `apply_kinds`).
+synthetic values respect them (every tabular method calls `restore`).
 
 A numeric column may be
 * integer       — synthetic values are whole numbers;
@@ -148,10 +148,7 @@ def describe(values: np.ndarray, col: Column, entry: dict | None) -> tuple[Colum
         read = [k for k, on in (("integer", integer), ("non-negative", nonneg),
                                 (f"point mass at {mass:g}" if mass is not None else "", mass
                                  is not None)) if on]
-    col = replace(col, integer=integer, nonneg=nonneg, mass=mass)
-    if entry["bounds"] is not None:
-        col = replace(col, bounds=entry["bounds"], bounds_source="user")
-    return col, read
+    return replace(col, integer=integer, nonneg=nonneg, mass=mass), read
 
 
 # ------------------------------------------------------ the view a method models
@@ -229,7 +226,7 @@ def enforce(x: np.ndarray, columns: list[Column]) -> np.ndarray:
 
 def apply_kinds(frame, columns: list[Column]):
     """The same post-processing on a synthetic DataFrame (numeric columns by name); a
-    copy. For methods (e.g. AIM) that produce frames rather than matrices."""
+    copy. For a caller holding a frame rather than a matrix (no method does today)."""
     out = frame.copy()
     for col in columns:
         if col.kind == "num" and col.name in out.columns:

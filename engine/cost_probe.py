@@ -34,13 +34,17 @@ def away(config: RunConfig) -> dict:
     """The web server's timing arguments for engine/registry.estimate_cost: the threads
     a trainer slot gets, and `away(cache, key)`, which reads the cached rates (stale
     ones too: better than none while the new ones come) and, when none is fresh, asks
-    for a probe of `config`."""
+    for a probe of `config`: once per preview, however many keys it reads (a DataLens
+    preview reads the teachers', the student's and the CNN's), since one probe process
+    times all of them."""
     from engine.slots import plan
+
+    asked = []
 
     def lookup(cache, key):
         rates, fresh = cache.peek(key)
-        if not fresh:
-            request(key, config)
+        if not fresh and not asked:
+            asked.append(request(key, config))
         return rates
     return {"threads": plan().threads, "away": lookup}
 

@@ -49,11 +49,6 @@ _TEACHER_NOTES = {
 # ------------------------------------------------------------------- accounting
 
 
-def _schedule(config, params: Params, n_train: int) -> tuple[int, int]:
-    """(steps to run, records released per step): engine/datalens_accounting.schedule."""
-    return accounting.schedule(config, params, n_train)
-
-
 def _spent(config, params: Params, steps: int, batch: int) -> float:
     if not config.private:
         return math.inf
@@ -68,7 +63,7 @@ def privacy_preview(config, p: Params, data) -> dict:
     from engine.datalens_memory import memory_bytes, refusal
     from engine.device import resolve_device
 
-    steps, batch = _schedule(config, p, data.n_train)
+    steps, batch = accounting.schedule(config, p, data.n_train)
     out = {
         "affordable steps": steps,
         "noise multiplier": accounting.noise_multiplier(sigma=p.sigma, top_k=p.top_k)
@@ -121,7 +116,7 @@ def train(config, p: Params, data, device, stop) -> Iterator[Event]:
     from engine.datalens_step import teacher_update, teacher_votes
 
     t0 = time.time()
-    total, batch = _schedule(config, p, data.n_train)
+    total, batch = accounting.schedule(config, p, data.n_train)
     n, k_cls = p.teachers, data.n_classes
     m = p.partition_size(data.n_train)
     device = torch.device(device)

@@ -11,6 +11,7 @@ reads private records: only the knobs and the data's public shape.
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 
 import torch
 
@@ -18,16 +19,22 @@ _F32 = 4
 _REFUSE_SHARE = 0.9  # leave a tenth of the machine to the OS and the app itself
 
 
-def _teacher_numel(params, image_shape, n_classes) -> int:
-    from engine.datalens_nets import make_teachers
+# A preview asks several times per rerun (the params, the preview, the cost) and building
+# the nets takes ~50 ms at 28×28: each net's size is counted once per settings and shape.
+_NUMEL: dict[tuple, int] = {}
 
-    return sum(t.numel() for t in make_teachers(params, image_shape, n_classes, n_teachers=1).parameters())
 
+def _numel(which: str, params, image_shape, n_classes) -> int:
+    settings = tuple((f.name, tuple(v) if isinstance(v, list) else v)
+                     for f in fields(params) for v in [getattr(params, f.name)])
+    key = (which, settings, tuple(image_shape), int(n_classes))
+    if key not in _NUMEL:
+        from engine.datalens_nets import make_student, make_teachers
 
-def _student_numel(params, image_shape, n_classes) -> int:
-    from engine.datalens_nets import make_student
-
-    return sum(t.numel() for t in make_student(params, image_shape, n_classes).parameters())
+        net = (make_teachers(params, image_shape, n_classes, n_teachers=1) if which == "teacher"
+               else make_student(params, image_shape, n_classes))
+        _NUMEL[key] = sum(t.numel() for t in net.parameters())
+    return _NUMEL[key]
 
 
 def _activations_per_row(params, image_shape, n_classes) -> int:
@@ -60,10 +67,10 @@ def memory_bytes(params, image_shape, n_classes, n_train) -> dict[str, int]:
     votes = n * batch * (_F32 * d + pooled + _F32 * voted + voted + rows * _F32
                          + k * (4 + 8 + 4 * 4 + 8 + 1))
     parts = {
-        "teacher state": 4 * _F32 * n * _teacher_numel(params, image_shape, n_classes),
+        "teacher state": 4 * _F32 * n * _numel("teacher", params, image_shape, n_classes),
         "real partitions": n * m * (_F32 * d + 8),
         "iteration transient": max(step, votes),
-        "student": 4 * _F32 * _student_numel(params, image_shape, n_classes),
+        "student": 4 * _F32 * _numel("student", params, image_shape, n_classes),
     }
     parts["total"] = sum(parts.values())
     return parts

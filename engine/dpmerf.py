@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from engine import column_kinds
+from engine import column_kinds, dp_bounds
 from engine import features as fx
 from engine.config import RunConfig
 from engine.data import Dataset
@@ -128,9 +128,7 @@ def _releases(params: Params, m: int, *, heterogeneous: bool,
     """Every Gaussian release this run makes, with its sensitivity and budget share."""
     out, share = [], 1.0
     if n_private_bounds:
-        from engine.dp_bounds import sensitivity
-
-        out.append(Release("numeric bounds histogram", sensitivity(n_private_bounds),
+        out.append(Release("numeric bounds histogram", dp_bounds.sensitivity(n_private_bounds),
                            share=params.bounds_share))
         share -= params.bounds_share
     if params.labels == "counts":
@@ -146,8 +144,8 @@ def _releases(params: Params, m: int, *, heterogeneous: bool,
 def _release_plan(data: Dataset, params: Params) -> list[Release]:
     if data.kind == "image":
         return _releases(params, data.n_train, heterogeneous=False, n_private_bounds=0)
-    num, cat, _ = _tabular_parts(data)
-    private = sum(data.columns[i].bounds is None for i in num)
+    _, cat, _ = _tabular_parts(data)
+    private = len(dp_bounds.columns_without_bounds(data))
     return _releases(params, data.n_train, heterogeneous=bool(cat), n_private_bounds=private)
 
 
@@ -287,10 +285,8 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
     generator will match and the label distribution it will sample from."""
     m, n_classes = data.n_train, data.n_classes
     if plan.private_bounds_cols:
-        from engine.dp_bounds import release_bounds
-
         cols = plan.private_bounds_cols
-        released = release_bounds(plan.x[:, cols].double().numpy(),
+        released = dp_bounds.release_bounds(plan.x[:, cols].double().numpy(),
                                   noise_std=sigma["numeric bounds histogram"])
         for j, b in zip(cols, released):
             plan.bounds[j] = b

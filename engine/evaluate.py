@@ -116,11 +116,16 @@ def quick_probe(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *, n: int =
 _REAL_SCORES: dict[tuple, dict] = {}
 
 
+def _data_key(data: Dataset) -> tuple:
+    """Which training data a real-data reference was fitted on (contents, not identity)."""
+    return (data.name, data.x_train.shape, hash(data.y_train.tobytes()),
+            hash(data.x_train[:64].tobytes()))
+
+
 def real_reference(data: Dataset, models: tuple[str, ...], seed: int = 0) -> dict:
     """The classifiers trained on the real training split. It does not depend on the run,
     so it is computed once per (dataset contents, models, seed) in this process."""
-    key = (data.name, data.x_train.shape, hash(data.y_train.tobytes()),
-           hash(data.x_train[:64].tobytes()), models, seed)
+    key = (*_data_key(data), models, seed)
     if key not in _REAL_SCORES:
         _REAL_SCORES[key] = {m: fit_and_score(m, data.x_train, data.y_train, data, seed=seed)
                              for m in models}
@@ -129,7 +134,7 @@ def real_reference(data: Dataset, models: tuple[str, ...], seed: int = 0) -> dic
 
 def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
                     models: tuple[str, ...] = MODELS, include_real: bool = True,
-                    cnn: bool = False, seed: int = 0, device: str = "cpu") -> dict:
+                    seed: int = 0) -> dict:
     """Train each classifier on the synthetic data and on the real training data, test
     both on the real test split. Keys: "synthetic/<model>[/<score>]", "real/<model>…"."""
     if (y_syn < 0).all():
@@ -146,11 +151,6 @@ def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
     put("synthetic", {m: fit_and_score(m, x_syn, y_syn, data, seed=seed) for m in models})
     if include_real:
         put("real", real_reference(data, tuple(models), seed))
-    if cnn and data.kind == "image":
-        from engine.cnn import run_to_end
-
-        out.update(run_to_end(cnn_scores(x_syn, y_syn, data, include_real=include_real,
-                                         seed=seed, device=device)))
     return out
 
 
@@ -170,8 +170,7 @@ def cnn_scores(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *, include_r
                                    n_classes=data.n_classes)
     out = {"synthetic/cnn": res["accuracy"], "synthetic/cnn/epochs_chosen": res["epochs_chosen"]}
     if include_real:
-        key = (data.name, data.x_train.shape, hash(data.y_train.tobytes()),
-               hash(data.x_train[:64].tobytes()), seed)
+        key = (*_data_key(data), seed)
         if key not in _REAL_CNN:
             _REAL_CNN[key] = yield from scored_epochs(
                 data.x_train, data.y_train, data.x_test, data.y_test, device=device, seed=seed,

@@ -42,19 +42,16 @@ def entry_name(config: RunConfig) -> str:
     return f"{config.dataset}-{config.method}-eps{eps}-seed{config.seed}"
 
 
+def _kinds(method: str) -> tuple[str, ...]:
+    """The kinds of data a method models (its module's DATA_KINDS; both when unsaid)."""
+    from engine.registry import get_method
+
+    return getattr(get_method(method), "DATA_KINDS", ("image", "tabular"))
+
+
 def dataset_for(method: str) -> str:
-    """The built-in a gallery entry of `method` trains on (a method module's DATA_KINDS
-    says what it models; images unless it says otherwise)."""
-    from engine.registry import get_method
-
-    return "digits" if "image" in getattr(get_method(method), "DATA_KINDS", ("image",)) \
-        else "breast_cancer"
-
-
-def _models_tables(method: str) -> bool:
-    from engine.registry import get_method
-
-    return "tabular" in getattr(get_method(method), "DATA_KINDS", ("image", "tabular"))
+    """The built-in a gallery entry of `method` trains on: digits if it models images."""
+    return "digits" if "image" in _kinds(method) else "breast_cancer"
 
 
 def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
@@ -72,7 +69,7 @@ def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
     # compares them on the same table.
     pairs = [(dataset_for(method), method) for method in METHODS]
     pairs += [("breast_cancer", method) for method in METHODS
-              if ("breast_cancer", method) not in pairs and _models_tables(method)]
+              if ("breast_cancer", method) not in pairs and "tabular" in _kinds(method)]
     available = {d["name"] for d in list_datasets() if d["available"]}
     if fashion and ("fashion_mnist" in available or not only_available):
         pairs.append(("fashion_mnist", "dpmerf"))

@@ -16,16 +16,16 @@ histogram, possibly in another class's row: the L2 change is at most √2 per hi
 per class-count vector (0 when the cell is the same), √(2(d+1)) for all of them together.
 Each histogram is one Gaussian release with sensitivity √2; engine.privacy composes the
 d column releases and the counts release exactly (ComposeGaussian), the counts taking
-`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy). The bins are public: equal-width on the
-column's public bounds; the public category list for categoricals; [0, 1] for pixels;
-for a numeric column without public bounds, engine.dp_bounds' signed geometric grid, 1,
-2 or 4 cells per doubling as the public n and σ allow. That histogram is the column's
-range release too, so no budget goes to a separate bounds release. In every numeric
-column of a table, cells under dp_bounds' noise floor are dropped before sampling, so
-noise does not invent values far out and no synthetic value lies more than one cell
-beyond the data (an age column with 4 cells per doubling is drawn up to 90.5, not up to
-the 128 its power-of-two bucket reached). Clamping, thresholding, normalising and
-sampling are post-processing.
+`counts_share` of the budget. Noise comes from engine.noise.gaussian_noise (OS entropy).
+The bins are public: equal-width on the column's public bounds; the public category list
+for categoricals; [0, 1] for pixels; for a numeric column without public bounds,
+engine.dp_bounds' signed geometric grid, 1, 2 or 4 cells per doubling as the public n and
+σ allow. That histogram is the column's range release too, so no budget goes to a
+separate bounds release. In every numeric column of a table, cells under dp_bounds' noise
+floor are dropped before sampling, so noise does not invent values far out and no
+synthetic value lies more than one cell beyond the data (an age column with 4 cells per
+doubling is drawn up to 90.5, not up to the 128 its power-of-two bucket reached).
+Clamping, thresholding, normalising and sampling are post-processing.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     n_out = config.n_synthetic or data.n_train
     y = rng.choice(data.n_classes, size=n_out, p=label_p)
     x = _draw(rng, y if params.conditional else np.zeros_like(y), cdf, columns, data)
-    x = column_kinds.restore(x, data) if data.kind == "tabular" else x  # kinds enforced
+    x = column_kinds.restore(x, data)  # kinds enforced (tables; images pass through)
     show = slice(0, min(100, n_out))
     yield Event("train", 1, 1, spent, samples=(x[show], y[show]))
     info = {"method": TITLE, "params": asdict(params), "steps": 1,

@@ -362,5 +362,3 @@ def calibrate_search(*, epsilon: float, delta: float, mean: float, shape: float)
 
     return _smallest_multiplier(eps, epsilon, lo=0.05, too_small=(
         f"epsilon={epsilon} is too small for a search with E[K]={mean:g}."))
-
-from engine.zcdp import bounded_range_mu, epsilon as zcdp_epsilon, rho_for as zcdp_rho_for  # noqa: E402,F401

@@ -46,6 +46,7 @@ import ray.exceptions as rex
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.events import Event
+from engine.jsonsafe import dumps
 from engine.records import RunStatus
 from engine.store import RunStore
 from engine.scheduling import (STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings,
@@ -260,7 +261,7 @@ def _settle(book, charge: str | None, ev: Event, artifacts: dict[str, bytes]) ->
     if charge is not None and ev.result is not None:
         book.settle(charge, ev.result.privacy.to_dict())
         metrics["ledger"] = book.summary_for(charge)
-    artifacts["metrics.json"] = json.dumps(metrics, indent=2, sort_keys=True).encode()
+    artifacts["metrics.json"] = dumps(metrics, indent=2, sort_keys=True).encode()
 
 
 def _write(out: Path, artifacts: dict[str, bytes]) -> None:
@@ -290,7 +291,8 @@ class RayWorker(PollLoop):
 
     def _capacity(self) -> int:
         capacity = max(1, int(ray.cluster_resources().get("CPU", 0)) // self.cpus)
-        publish_slots(self.s.root, capacity)  # the pages' "N of M slots busy"
+        if capacity != getattr(self, "capacity", None):
+            publish_slots(self.s.root, capacity)  # the pages' "N of M slots busy"
         return capacity
 
     def loop(self) -> str:

@@ -141,8 +141,9 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         yield Event("evaluate", last.step, last.total, result.privacy.epsilon_spent,
                     message="evaluating on the real test split")
 
-        scores = full_evaluation(result.x, result.y, data, seed=config.seed, device=str(device))
-        if config.cnn_eval and data.kind == "image":
+        scores = full_evaluation(result.x, result.y, data, seed=config.seed)
+        labelled = "note" not in scores  # unlabelled synthetic data: no classifier at all
+        if config.cnn_eval and data.kind == "image" and labelled:
             scores.update((yield from _cnn_events(result, data, config, device, last)))
     measured = None
     if data.kind == "tabular" and not cancelled:

@@ -209,8 +209,8 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
             force_cat.append(name)
         if entry["categories"] is not None and name not in public_cats:
             public_cats[name] = _name_list(entry["categories"], "categories")
-        if entry["bounds"] is not None:
-            bounds.setdefault(name, entry["bounds"])
+        if entry["bounds"] is not None:  # the schema's bounds win over bounds=
+            bounds[name] = entry["bounds"]
     public_classes = _name_list(classes, "classes")
     overrides = (("categorical", force_cat), ("numeric", force_num), ("bounds", list(bounds)),
                  ("categories", list(public_cats)))

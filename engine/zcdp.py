@@ -21,7 +21,7 @@ mechanism: the arithmetic AIM (engine/aim.py) composes. Pure math, no torch.
   pair's trade-off curve is two segments through (1 − p, q); the convex Gaussian curve
   G_μ lies under both segments iff it passes under that corner, i.e. μ ≥ Φ⁻¹(p) − Φ⁻¹(q)
   (and the same with P and Q swapped). The worst t is ε/2 (checked on a fine grid in
-  tests/test_zcdp.py), where p = sigmoid(ε/2), q = 1 − p: μ = 2Φ⁻¹(sigmoid(ε/2)), at most
+  tests/test_aim.py), where p = sigmoid(ε/2), q = 1 − p: μ = 2Φ⁻¹(sigmoid(ε/2)), at most
   √(π/8)·ε. Gaussian DP composes adaptively and under a filter too (Smith & Thakurta 2022).
 """
 

@@ -296,3 +296,14 @@ def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, 
                  "--no-eval", "--device", "cpu"]) == 0
     assert calls == {"preview": 1, "params": 1}
     assert "estimated:" in capsys.readouterr().err  # the cost line, from that one preview
+
+
+def test_unlabelled_run_with_cnn_scoring_asked_finishes(tmp_path):
+    """Unlabelled synthetic images have no classifier to score, the CNN included: the run
+    ends with the note, not with a crash after its budget was spent."""
+    from engine.runner import execute
+
+    config = RunConfig(epsilon=2.0, n_synthetic=30, cnn_eval=True,
+                       params={**TINY_DPMERF, "labels": "none"})
+    last = list(execute(config, tmp_path / "run"))[-1]
+    assert last.phase == "done" and "note" in last.metrics

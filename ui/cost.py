@@ -1,8 +1,9 @@
 """The Playground's "what will this cost" line: steps, time on this machine, memory.
 
-The figures are the typed preview's `Cost` (engine/preview.py; DP-MERF's rates are timed
-in a process of their own, engine/cost_probe.py); `engine.preview.cost_line` formats
-them, as it does for the CLI, and this module only adds the long-run warning.
+The figures are the typed preview's `Cost` (engine/preview.py; the web server times
+nothing itself: engine/cost_probe.py times a run's shape in a process of its own);
+`engine.preview.cost_line` formats them, as it does for the CLI, and this module only adds
+the long-run warning.
 """
 
 from __future__ import annotations
@@ -29,4 +30,5 @@ def draw_cost(cost: Cost | None) -> None:
                    + "a smaller dataset.", icon="⏱️")
     else:
         st.caption(f"Estimate {cost.basis} on this machine (a few real steps, re-timed when "
-                   "the load changes); evaluation afterwards is not included.")
+                   "the load changes); scoring with LogReg, MLP and RF afterwards is not "
+                   "included.")

@@ -6,6 +6,7 @@ by engine/fidelity.py): real vs synthetic histograms per column and the heatmap 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -30,19 +31,28 @@ def dependence_figure(dep: dict) -> go.Figure:
     return fig
 
 
-def load_fidelity(metrics_path) -> dict | None:
+@st.cache_data(show_spinner=False, max_entries=256)
+def _load_fidelity(path: str, mtime: float) -> dict | None:
+    """metrics.json's "fidelity", read once per file version (`mtime`), not every rerun."""
     try:
-        return json.loads(metrics_path.read_text()).get("fidelity")
+        return json.loads(Path(path).read_text()).get("fidelity")
     except (OSError, ValueError):
         return None
+
+
+def load_fidelity(metrics_path: Path) -> dict | None:
+    try:
+        mtime = metrics_path.stat().st_mtime
+    except OSError:
+        return None
+    return _load_fidelity(str(metrics_path), mtime)
 
 
 def fidelity_section(store, runs) -> None:
     """A picker over finished runs whose metrics.json has "fidelity", then its figures."""
     found = {}
-    for r in runs[:50]:  # the newest; each costs a metrics.json read per rerun
-        path = store.artifacts(r.run_id).get("metrics.json")
-        fid = load_fidelity(path) if path else None
+    for r in runs[:50]:  # the newest
+        fid = load_fidelity(store.artifact_dir(r.run_id) / "metrics.json")
         if fid:
             found[r.run_id] = (r, fid)
     if not found:
