@@ -127,7 +127,10 @@ class _Bits:
         if len(small):
             extra = self.words(2 * len(small)).reshape(2, -1).astype(np.float64)
             u[small] += (extra[0] + extra[1] * 2.0 ** -64) * 2.0 ** -128
-        return u + 2.0 ** -193  # never 0
+        # Never 0; never 1 either: a word ≥ 2^64 − 1024 rounds to 2^64 in float64, and
+        # u = 1 would step past the table's first entry (rounded_gaussian). Those 1024
+        # words (probability 2^-54) go to the largest double below 1, within η.
+        return np.minimum(u + 2.0 ** -193, 1.0 - 2.0 ** -53)
 
     def uniform53(self, n: int) -> np.ndarray:
         """n uniforms on [0, 1) on the 2^-53 grid: enough against probabilities ≥ ½."""

@@ -137,3 +137,27 @@ def test_noise_bench_tiny_configuration_runs():
 
     out = main(["--values", "1000", "--repeats", "1"])
     assert out["old_s"] > 0 and out["new_s"] > 0
+
+
+@pytest.mark.parametrize("s", [3.0, 300.0, 5000.0])  # width-1 buckets and coarse buckets
+def test_extreme_words_give_a_uniform_strictly_inside_0_1(monkeypatch, s):
+    """Words ≥ 2^64 − 1024 round to 2^64 in float64: the uniform must still be < 1, and
+    the sampler must not step past its table (it raised IndexError, about 2^-54 a value)."""
+    top = np.uint64(2**64 - 1)
+    words = np.array([top, top - np.uint64(1023), np.uint64(0), np.uint64(1)], np.uint64)
+
+    real = noise._Bits.words
+    first = []
+
+    def extreme(self, n):  # the first request of each draw gets the extreme words
+        if first:
+            return real(self, n)
+        first.append(n)
+        return np.resize(words, n)
+
+    monkeypatch.setattr(noise._Bits, "words", extreme)
+    u = noise._Bits().uniform(8)
+    assert (u < 1.0).all() and (u > 0.0).all()
+    first.clear()
+    k = noise.rounded_gaussian(8, s)  # the top words ask for the centre bucket
+    assert np.isfinite(k).all() and (np.abs(k) <= 14 * s).all()
