@@ -133,15 +133,20 @@ def _measure(x: np.ndarray, sigma: float) -> np.ndarray:
     return x + gaussian_noise(x.shape, sigma, dtype=torch.float64).numpy()
 
 
-def _select(quality: np.ndarray, eps: float, sensitivity: float) -> int:
+def _select(quality: np.ndarray, eps: float, sensitivity: float):
     """The exponential mechanism by Gumbel-max: argmax of ε·q/(2Δ) + Gumbel noise, with
-    uniforms from the OS-entropy generator (never a seed). ε = ∞: the best candidate."""
+    uniforms from the OS-entropy generator (never a seed). ε = ∞: the best candidate.
+    `quality` (C,) gives one index; (T, C) gives T independent ones (the audit's trials)."""
+    quality = np.asarray(quality, np.float64)
     if math.isinf(eps):
-        return int(np.argmax(quality))
-    gen = noise_generator()
-    u = torch.rand(len(quality), generator=gen, dtype=torch.float64).numpy()
-    gumbel = -np.log(-np.log(u))
-    return int(np.argmax(eps * (quality - quality.max()) / (2 * sensitivity) + gumbel))
+        pick = np.argmax(quality, -1)
+    else:
+        gen = noise_generator()
+        u = torch.rand(quality.shape, generator=gen, dtype=torch.float64).numpy()
+        gumbel = -np.log(-np.log(u))
+        top = quality.max(-1, keepdims=True)
+        pick = np.argmax(eps * (quality - top) / (2 * sensitivity) + gumbel, -1)
+    return int(pick) if pick.ndim == 0 else pick
 
 
 def _mbi():

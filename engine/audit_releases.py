@@ -1,13 +1,16 @@
 """The releases engine/audit.py audits, each run through the engine's own code.
 
-`dpmerf._release` (image and mixed tabular) with σ from `dpmerf._calibrate`,
-`dpmerf._noisy_counts`, `dp_bounds.noisy_histogram`, and DataLens's `partition`,
+`dpmerf._release` (image and mixed tabular embeddings, class counts: the statistics it
+hands back as released) with σ from `dpmerf._calibrate`, `dp_bounds.noisy_histogram`,
+and DataLens's `partition`,
 `topk_sto_sign`, `top_agg` under its stopping rule `datalens_accounting.schedule`. Only the noise call is
 wrapped, to draw all trials at once (a leading axis) or none (the exact mean) — through
 whatever function the module holds, so a bug planted anywhere on the path (σ,
 sensitivity, partition, step count, feature map) shows up in the audit. Each release
 returns (scores on D0, scores on D1, claimed noise multiplier z): the one Gaussian
-mechanism the code claims to be no more revealing than.
+mechanism the code must be no more revealing than. The claim comes from the (ε, δ) the
+run *targets* (`target_multiplier`), never from the σ or multiplier a run reports: a run
+that calibrates for the wrong δ reports a consistent but wrong multiplier.
 """
 
 from __future__ import annotations
@@ -107,11 +110,16 @@ def _config(method: str, epsilon: float, delta: float):
     return RunConfig(method=method, dataset="audit", epsilon=epsilon, delta=delta)
 
 
-def _component(report: PrivacyReport, name: str) -> tuple[float, float]:
-    """(σ, claimed multiplier) of one release of a composed plan: audited against its own
-    multiplier, so a wrong σ or sensitivity there is not hidden by the others' share."""
-    rel = next(r for r in report.releases if r.name == name)
-    return rel.sigma, rel.noise_multiplier
+def target_multiplier(epsilon: float, delta: float, plan=(), name: str | None = None) -> float:
+    """The claim, from the target (ε, δ) alone: the one Gaussian mechanism (multiplier z*)
+    that spends exactly the target, whole runs must be no more revealing than it. For one
+    release of a composed plan audited on its own, its public share of z*'s μ² (a
+    `privacy.Release`'s share, over its count): z = z*·√(count·Σshares/share)."""
+    z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta)
+    if name is None:
+        return z
+    rel = next(r for r in plan if r.name == name)
+    return z * math.sqrt(rel.count * sum(r.share for r in plan) / rel.share)
 
 
 def _equivalent_multiplier(report: PrivacyReport) -> float:
@@ -139,32 +147,36 @@ def _image_pair(m: int, n_classes: int, *, move_label: bool = False):
                  for x, y in ((x0, y0), (x1, y1)))
 
 
-def _dpmerf_release(config, params, w: torch.Tensor):
+def _dpmerf_release(config, params, w: torch.Tensor, name: str = "mean embedding"):
     """dpmerf's own release path: `_plan` (frequencies swapped for `w`), σ from
-    `_calibrate`, then `_release`; returns the released embedding."""
+    `_calibrate`, then `_release`; returns the statistic `name` as `_release` released it,
+    after checking that what the generator gets is `_post_process` of the releases alone."""
     from engine import dpmerf
 
     def release(data):
         plan = dpmerf._plan(data, params, torch.Generator().manual_seed(0))
         plan.w = w
         sigma = dpmerf._calibrate(config, data, params)[1]
-        emb, _ = dpmerf._release(plan, data, params, sigma, "cpu", params.labels != "none")
-        return emb
+        emb, probs, released = dpmerf._release(plan, data, params, sigma, "cpu",
+                                               params.labels != "none")
+        again = dpmerf._post_process(released, data.n_train, data.n_classes)
+        if not (torch.equal(emb, again[0]) and torch.equal(probs, again[1])):
+            raise AssertionError("dpmerf._release hands the generator more than its releases.")
+        return released[name]
     return release
 
 
 def _dpmerf_scores(d0, d1, trials: int, *, epsilon: float, delta: float, n_features: int,
                    seed: int):
-    """Audit dpmerf's release on the pair (d0, d1): (scores on d0, scores on d1, claimed
-    noise multiplier)."""
+    """Audit dpmerf's embedding release on the pair (d0, d1): (scores on d0, scores on d1,
+    claimed noise multiplier). Labels "balanced": the embedding is the only release."""
     from engine import dpmerf
 
     params = dpmerf.Params(n_features=n_features, labels="balanced")
     config = _config("dpmerf", epsilon, delta)
     release = _dpmerf_release(config, params, _odd_pi_frequencies(n_features, seed))
-    report, _ = dpmerf._calibrate(config, d0, params)
     s0, s1 = _audit_pair(release, dpmerf, d0, d1, trials)
-    return s0, s1, _equivalent_multiplier(report)
+    return s0, s1, target_multiplier(epsilon, delta)
 
 
 def dpmerf_embedding_scores(trials: int, *, epsilon: float, delta: float, m: int = 20,
@@ -198,21 +210,19 @@ def dpmerf_tabular_scores(trials: int, *, epsilon: float, delta: float, m: int =
 
 
 def class_counts_scores(trials: int, *, epsilon: float, delta: float, m: int = 30,
-                        n_classes: int = 3):
-    """DP-MERF's class-counts release (`dpmerf._noisy_counts`, σ from the labels="counts"
-    plan) on a pair that moves one record from class 0 to class 1 (change √2, the stated
-    sensitivity), against that release's own multiplier."""
+                        n_classes: int = 3, n_features: int = 16):
+    """DP-MERF's class-counts release as `dpmerf._release` makes it (labels="counts"), on a
+    pair that moves one record from class 0 to class 1 (change √2, the stated
+    sensitivity), against that release's share of the target budget."""
     from engine import dpmerf
 
-    params = dpmerf.Params(n_features=16, labels="counts", counts_share=0.9)  # a sharp claim
+    params = dpmerf.Params(n_features=n_features, labels="counts", counts_share=0.9)
     d0, d1 = _image_pair(m, n_classes, move_label=True)
-    report, _ = dpmerf._calibrate(_config("dpmerf", epsilon, delta), d0, params)
-    sigma, claimed = _component(report, "class counts")
-
-    def release(data):
-        return dpmerf._noisy_counts(torch.as_tensor(data.y_train), data.n_classes, sigma)
+    config = _config("dpmerf", epsilon, delta)
+    release = _dpmerf_release(config, params, _odd_pi_frequencies(n_features, 0), "class counts")
     s0, s1 = _audit_pair(release, dpmerf, d0, d1, trials)
-    return s0, s1, claimed
+    plan = dpmerf._release_plan(d0, params)
+    return s0, s1, target_multiplier(epsilon, delta, plan, "class counts")
 
 
 def bounds_histogram_scores(trials: int, *, epsilon: float, delta: float, m: int = 30):
@@ -230,13 +240,14 @@ def bounds_histogram_scores(trials: int, *, epsilon: float, delta: float, m: int
     d0, d1 = (Dataset("audit", "tabular", x, y, x[:2], y[:2], ["0", "1"], columns=cols)
               for x in (x0, x1))
     params = dpmerf.Params(bounds_share=0.9)  # most of the budget here: a sharp claim
-    report, _ = dpmerf._calibrate(_config("dpmerf", epsilon, delta), d0, params)
-    sigma, claimed = _component(report, "numeric bounds histogram")
+    _, sigmas = dpmerf._calibrate(_config("dpmerf", epsilon, delta), d0, params)
+    sigma = sigmas["numeric bounds histogram"]
 
     def release(data):
         return dp_bounds.noisy_histogram(data.x_train, noise_std=sigma)
     s0, s1 = _audit_pair(release, dp_bounds, d0, d1, trials)
-    return s0, s1, claimed
+    plan = dpmerf._release_plan(d0, params)
+    return s0, s1, target_multiplier(epsilon, delta, plan, "numeric bounds histogram")
 
 
 def datalens_votes(records: torch.Tensor, parts: np.ndarray, top_k: int) -> torch.Tensor:
@@ -265,7 +276,7 @@ def datalens_scores(trials: int, *, epsilon: float, delta: float, teachers: int 
     from engine import datalens, datalens_accounting
 
     n = teachers * per_teacher
-    z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta)
+    z = target_multiplier(epsilon, delta)
     params = datalens.Params(teachers=teachers, top_k=top_k, sigma=z * 2 * math.sqrt(top_k),
                              beta=beta, batch=1, records_per_teacher=per_teacher, max_steps=50)
     steps, batch = datalens_accounting.schedule(_config("datalens", epsilon, delta), params, n)

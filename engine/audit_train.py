@@ -17,9 +17,8 @@ import math
 import numpy as np
 import torch
 
-from engine import privacy
-from engine.audit_releases import (_batched_noise, _config, _equivalent_multiplier, _no_noise,
-                                   _noisy_vote_sum, _project)
+from engine.audit_releases import (_batched_noise, _config, _no_noise, _noisy_vote_sum, _project,
+                                   target_multiplier)
 
 # ---------------------------------------------------------------------- DataLens
 
@@ -45,7 +44,7 @@ def _datalens_params(epsilon: float, delta: float, teachers: int, top_k: int):
     checked: the change is 2√k, the stated sensitivity)."""
     from engine import datalens
 
-    z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta)
+    z = target_multiplier(epsilon, delta)
     return datalens.Params(
         teachers=teachers, top_k=top_k, sigma=z * 2 * math.sqrt(top_k), clip=1e-9, beta=0.5,
         vote_pool=1, records_per_teacher=1, batch=1, max_steps=50, first_teacher_steps=1,
@@ -87,7 +86,7 @@ def datalens_train_scores(trials: int, *, epsilon: float, delta: float, teachers
     from engine import datalens
     from engine.config import RunConfig
 
-    params, z = _datalens_params(epsilon, delta, teachers, top_k)
+    params, z = _datalens_params(epsilon, delta, teachers, top_k)  # z: the target's
     # The worst-case target: the record held by the most teachers (one, if disjoint).
     parts = datalens.partition(teachers, teachers, seed, 1)
     target = int(np.bincount(parts.ravel(), minlength=teachers).argmax())
@@ -173,14 +172,13 @@ def marginals_scores(trials: int, *, epsilon: float, delta: float, m: int = 20, 
     params = marginals.Params(bins=bins, conditional=True, counts_share=1.0 / (d + 1))
     config = _config("marginals", epsilon, delta)
     d0, d1 = _marginals_pair(m, d)
-    report = marginals._calibrate(config, params, d0)
     with _no_noise(marginals):
         mean0 = _marginals_release(config, params, d0)
         mean1 = _marginals_release(config, params, d1)
     with _batched_noise(marginals, trials):
         out0, out1 = _marginals_release(config, params, d0), _marginals_release(config, params, d1)
-    z = _equivalent_multiplier(report)
-    return _project(out0, mean0, mean1), _project(out1, mean0, mean1), z
+    return (_project(out0, mean0, mean1), _project(out1, mean0, mean1),
+            target_multiplier(epsilon, delta))
 
 
 RELEASES = {

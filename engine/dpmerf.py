@@ -199,7 +199,7 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
     plan.w = plan.w.to(device)  # the frequencies are public; both sides use them
 
     labelled = params.labels != "none"
-    emb, label_probs = _release(plan, data, params, sigma, device, labelled)
+    emb, label_probs, _ = _release(plan, data, params, sigma, device, labelled)
     yield Event("release", 0, 0, report.epsilon_spent,
                 message=f"released {', '.join(sigma)} ({report.accountant})")
 
@@ -279,10 +279,15 @@ def generated_embedding(gen, plan: _Plan, params: Params, labels: torch.Tensor,
 
 
 def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
-             labelled: bool) -> tuple[torch.Tensor, torch.Tensor]:
+             labelled: bool) -> tuple[torch.Tensor, torch.Tensor, dict]:
     """The only code that reads private records: release numeric bounds (if not public),
     the noisy mean embedding and, if asked, noisy class counts. Returns the embedding the
-    generator will match and the label distribution it will sample from."""
+    generator will match, the label distribution it will sample from, and the raw noisy
+    statistics as released ({release name: tensor}; engine/audit_releases.py audits
+    those and checks that the first two are `_post_process` of them, nothing else).
+
+    Batch-safe: where the module's `gaussian_noise` returns a leading trials axis (the
+    audit), every output carries it."""
     m, n_classes = data.n_train, data.n_classes
     if plan.private_bounds_cols:
         cols = plan.private_bounds_cols
@@ -311,16 +316,25 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
     std = sigma["mean embedding"]
     # Snapped to the noise's public grid and added in float64, the sum is exact: DP as
     # computed (engine/noise.py; float64 on the CPU, which every device can hand back).
-    emb = snap(emb.cpu(), std) + gaussian_noise(emb.shape, std, dtype=torch.float64)
-    emb = emb.float().to(device)
-    label_probs = torch.full((n_classes,), 1.0 / n_classes)
+    out = {"mean embedding": snap(emb.cpu(), std) + gaussian_noise(emb.shape, std,
+                                                                     dtype=torch.float64)}
     if params.labels == "counts":
-        noisy = _noisy_counts(y_train, n_classes, sigma["class counts"]).clamp(min=1.0)
-        # Reweight each class column to a per-class mean: each class then counts equally.
-        emb = emb * (m / noisy.float()).to(device)[None, :]
-        label_probs = (noisy / noisy.sum()).float()
+        out["class counts"] = _noisy_counts(y_train, n_classes, sigma["class counts"])
     plan.x = plan.x_cat = None  # nothing after the release may see private records
-    return emb, label_probs.to(device)
+    emb, label_probs = _post_process(out, m, n_classes)
+    return emb.to(device), label_probs.to(device), out
+
+
+def _post_process(released: dict, m: int, n_classes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The embedding and label distribution from the released statistics alone (public m):
+    with class counts, each class column is reweighted to a per-class mean, so each class
+    counts equally, and labels follow the released shares; else labels are uniform."""
+    emb = released["mean embedding"].float()
+    if "class counts" not in released:
+        return emb, torch.full((n_classes,), 1.0 / n_classes)
+    noisy = released["class counts"].clamp(min=1.0)
+    emb = emb * (m / noisy.float()).unsqueeze(-2)
+    return emb, (noisy / noisy.sum(-1, keepdim=True)).float()
 
 
 def _noisy_counts(y_train: torch.Tensor, n_classes: int, std: float) -> torch.Tensor:

@@ -198,6 +198,16 @@ def test_datalens_audit_pair_is_worst_case_through_the_real_teachers():
     assert vote_change() == pytest.approx(1.0)
 
 
+def test_aim_selection_sensitivity_holds_and_is_attained():
+    """The sensitivity `aim.train` hands `_select` bounds how far a replaced record moves
+    any quality score, and the audit pair moves one by exactly that much: an understated
+    sensitivity (ratio 2 when halved) fails here, where the black-box audit cannot see
+    it (engine/audit_aim.py)."""
+    from engine.audit_aim import selection_sensitivity_ratio
+
+    assert selection_sensitivity_ratio() == pytest.approx(1.0, abs=1e-9)
+
+
 def test_every_audit_belongs_to_a_registered_method():
     assert {n for _, n in AUDITED} == set(audit.RELEASES)
 
@@ -273,6 +283,27 @@ def _one_extra_step(mp):
     mp.setattr(datalens_accounting, "affordable_steps", lambda **kw: real(**kw) + 1)
 
 
+def _aim_noise_on_nonzero_cells(mp):
+    """AIM's measurement noise only where a count is not 0: empty cells come out exact."""
+    from engine import aim
+
+    def measure(x, sigma):
+        return x + aim.gaussian_noise(x.shape, sigma, dtype=torch.float64).numpy() * (x > 0)
+    mp.setattr(aim, "_measure", measure)
+
+
+def _counts_with_embedding_sigma(mp):
+    """DP-MERF's class counts noised with the (far smaller) σ of the embedding."""
+    from engine import dpmerf
+
+    real = dpmerf._release
+
+    def release(plan, data, params, sigma, *a, **kw):
+        return real(plan, data, params, {**sigma, "class counts": sigma["mean embedding"]},
+                    *a, **kw)
+    mp.setattr(dpmerf, "_release", release)
+
+
 def _dpmerf_module():
     from engine import dpmerf
 
@@ -321,6 +352,9 @@ PLANTED = [
     ("marginals train", "sensitivity halved",
      _halve(_marginals_module(), "HISTOGRAM_SENSITIVITY"), 0.3, None),
     ("AIM train", "sigma halved", _halve_noise(_aim_module()), 0.3, None),
+    ("AIM train", "noise only on non-zero cells", _aim_noise_on_nonzero_cells, 0.3, None),
+    ("class counts", "noised with the embedding's sigma", _counts_with_embedding_sigma, 0.3,
+     None),
 ]
 
 

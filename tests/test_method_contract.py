@@ -18,7 +18,7 @@ from engine import audit
 from engine.config import RunConfig
 from engine.errors import InputError
 from engine.events import TrainResult
-from engine.privacy import NON_PRIVATE, PrivacyReport
+from engine.privacy import NON_PRIVATE, PrivacyReport, releases_epsilon
 from engine.registry import METHODS, get_method, make_params
 
 # Seconds per run on two cores; a method without an entry runs with its defaults.
@@ -80,6 +80,15 @@ def test_a_tiny_run_ends_with_a_result_within_budget_and_its_noise_accounted(set
     assert len(result.x) == len(result.y) == N_SYNTHETIC
     assert 0 < report.epsilon_spent <= EPSILON
     assert all(e.epsilon_spent <= EPSILON for e in events)
+    # The accountant's ε of the releases as recorded, composed at the δ the run targets
+    # (not at the δ a run says it used): a σ calibrated for another δ shows here. A
+    # calibrated plan spends its target (AIM's, planned in zCDP, within 5 % by exact
+    # Gaussian DP); DataLens stops at the last affordable step.
+    recorded = releases_epsilon(report.releases, delta=config.delta)
+    assert report.delta == config.delta
+    assert recorded <= EPSILON * (1 + 1e-6), recorded
+    if config.method != "datalens":
+        assert recorded >= EPSILON * 0.95, recorded
     assert report.releases and all(r.sigma > 0 and r.count > 0 for r in report.releases)
     # every draw is one of the reported releases' noise, and every Gaussian release was
     # drawn (an exponential-mechanism selection, AIM's, is reported by the Gaussian that
