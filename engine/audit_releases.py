@@ -225,11 +225,8 @@ def class_counts_scores(trials: int, *, epsilon: float, delta: float, m: int = 3
     return s0, s1, target_multiplier(epsilon, delta, plan, "class counts")
 
 
-def bounds_histogram_scores(trials: int, *, epsilon: float, delta: float, m: int = 30):
-    """The numeric-bounds histogram (`dp_bounds.noisy_histogram`, σ from DP-MERF's plan
-    for a column without public bounds): record 0 moves from the bucket of 0.5 to that of
-    1000, two counts change by one (√2 = the stated `dp_bounds.sensitivity(1)`)."""
-    from engine import dp_bounds, dpmerf
+def bounds_pair(m: int):
+    """One numeric column without public bounds, all 0.5; record 0 is 1000 in D1."""
     from engine.dataset import Column, Dataset
 
     x0 = np.full((m, 1), 0.5)
@@ -237,8 +234,17 @@ def bounds_histogram_scores(trials: int, *, epsilon: float, delta: float, m: int
     x1[0] = 1000.0
     cols = [Column("v", "num")]  # bounds=None: released privately
     y = np.arange(m) % 2
-    d0, d1 = (Dataset("audit", "tabular", x, y, x[:2], y[:2], ["0", "1"], columns=cols)
-              for x in (x0, x1))
+    return tuple(Dataset("audit", "tabular", x, y, x[:2], y[:2], ["0", "1"], columns=cols)
+                 for x in (x0, x1))
+
+
+def bounds_histogram_scores(trials: int, *, epsilon: float, delta: float, m: int = 30):
+    """The numeric-bounds histogram (`dp_bounds.noisy_histogram`, σ from DP-MERF's plan
+    for a column without public bounds): record 0 moves from the bucket of 0.5 to that of
+    1000, two counts change by one (√2 = the stated `dp_bounds.sensitivity(1)`)."""
+    from engine import dp_bounds, dpmerf
+
+    d0, d1 = bounds_pair(m)
     params = dpmerf.Params(bounds_share=0.9)  # most of the budget here: a sharp claim
     _, sigmas = dpmerf._calibrate(_config("dpmerf", epsilon, delta), d0, params)
     sigma = sigmas["numeric bounds histogram"]
