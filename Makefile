@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench-dpmerf bench-datalens bench-workshop clean
+.PHONY: run test mutants bench-dpmerf bench-datalens bench-workshop clean
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,6 +16,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# Plant each privacy bug of bench/mutants.py in a scratch copy; fail if a test misses one.
+mutants: $(STAMP)
+	$(PY) bench/mutants.py --jobs 2
 
 bench-dpmerf: $(STAMP)
 	$(PY) bench/dpmerf_fashion.py --seeds 0-9

@@ -14,8 +14,10 @@ Clopper–Pearson upper bounds (each at level α/2, so both hold together with p
 the implementation does not meet its claim (wrong σ, wrong sensitivity, ...).
 
 The releases themselves, run through the engine's own code with planted bugs caught, are
-in engine/audit_releases.py (`RELEASES`); `box_muller_trace` is the floating-point test
-of the noise itself. No privacy claim is made by these modules;
+in engine/audit_releases.py, audit_train.py and audit_aim.py (`RELEASES`); what a
+projection cannot see (correlated or skipped noise, the grid) is checked on the same
+releases by engine/audit_noise.py; `box_muller_trace` is the floating-point test of the
+noise itself. No privacy claim is made by these modules;
 they only test the claims of the others.
 """
 
@@ -31,8 +33,10 @@ from engine.audit_stats import epsilon_lower_bound
 RELEASES = {**audit_releases.RELEASES, **audit_train.RELEASES, **audit_aim.RELEASES}
 
 # Every registered method (engine/registry.py METHODS) and the audits that run its release
-# as its `train` does: through `train` itself, or the smallest function `train` calls that
-# holds the whole release (DP-MERF's `_release`: bounds, embedding, counts).
+# as its `train` does: through `train` itself (AIM: its measurements by `_measure`, its
+# selections by `_select`), or the smallest function `train` calls that holds the whole
+# release (DP-MERF's `_release`: bounds, embedding, counts). Claims come from the target
+# (ε, δ) (audit_releases.target_multiplier), never from a run's report.
 METHOD_AUDITS = {
     "dpmerf": ("DP-MERF mean embedding", "DP-MERF mixed tabular", "class counts",
                "numeric bounds histogram"),

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 
 from engine import noise, privacy
-from engine.privacy import PrivacyReport
 
 # ------------------------------------------------------------------ the harness
 
@@ -120,11 +119,6 @@ def target_multiplier(epsilon: float, delta: float, plan=(), name: str | None = 
         return z
     rel = next(r for r in plan if r.name == name)
     return z * math.sqrt(rel.count * sum(r.share for r in plan) / rel.share)
-
-
-def _equivalent_multiplier(report: PrivacyReport) -> float:
-    """The one Gaussian mechanism a composed plan claims to be: 1/z² adds up (GDP)."""
-    return sum(r.count / r.noise_multiplier ** 2 for r in report.releases) ** -0.5
 
 
 # --------------------------------------------------------------- the audited releases
