@@ -177,6 +177,20 @@ MUTANTS = [
     Mutant("marginals-counts-not-noised", "engine/marginals.py",
            "counts = counts + _noise(counts.shape, sigma_counts)", "counts = counts",
            "the class counts released exactly", (MARGINALS, *_noise_checks("marginals"))),
+    Mutant("aim-selection-epsilon-doubled", "engine/aim.py",
+           "cl = keys[_select(quality, eps_t, sens)]",
+           "cl = keys[_select(quality, 2 * eps_t, sens)]",
+           "each selection run at twice the ε it is charged",
+           ("tests/test_audit.py::test_aim_charges_the_selections_it_runs", AIM)),
+    Mutant("dpmerf-noise-shared-across-classes", "engine/dpmerf.py",
+           "gaussian_noise(emb.shape, std,", "gaussian_noise((*emb.shape[:-1], 1), std,",
+           "one noise column for every class: the differences between class embeddings "
+           "come out exact", (*_noise_checks("dpmerf"), COUNTS)),
+    Mutant("datalens-noise-shared-across-records", "engine/datalens_votes.py",
+           "noisy = total + gaussian_noise(total.shape, sigma, device=total.device)",
+           "noisy = total + gaussian_noise(total.shape[-1:], sigma, device=total.device)",
+           "one noise vector for every synthetic record of a step: averaging the batch's "
+           "votes removes it", (*_noise_checks("datalens"), DL_TRAIN)),
     Mutant("aim-sigma-halved", "engine/aim.py",
            "return x + gaussian_noise(x.shape, sigma, dtype=torch.float64).numpy()",
            "return x + gaussian_noise(x.shape, sigma / 2, dtype=torch.float64).numpy()",
@@ -207,7 +221,8 @@ MUTANTS = [
            "return torch.from_numpy((k * g).reshape(shape))",
            "return torch.from_numpy((k * g / 2).reshape(shape))",
            "every release of every method gets half its noise",
-           (f"{NOISE}::test_sampler_draws_the_rounded_gaussian",)),
+           (f"{NOISE}::test_noise_is_on_its_public_grid_and_integer_releases_are_exact",
+            _noise("dpmerf").format("test_the_noise_has_the_stated_variance_on_every_coordinate"))),
 ]
 
 

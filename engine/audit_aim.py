@@ -25,10 +25,11 @@ from engine.audit_releases import _config, _no_noise, target_multiplier
 from engine.audit_train import _marginals_pair as _pair  # the same worst-case tables
 
 
-def _record(config, params, data, replay=None):
+def _record(config, params, data, replay=None, report: list | None = None):
     """Run `aim.train` with the noise off; return ([(counts, σ, output)],
     [(quality, ε, sensitivity, pick)]). With `replay` (another run's record), each call
-    returns the replayed value, so this run follows that run's transcript."""
+    returns the replayed value, so this run follows that run's transcript. `report`, a
+    list, receives the run's PrivacyReport."""
     from engine import aim
 
     calls, picks = [], []
@@ -47,8 +48,9 @@ def _record(config, params, data, replay=None):
     aim._measure, aim._select = recording_measure, recording_select
     try:
         with _no_noise(aim):
-            for _ in aim.train(config, params, data, "cpu", None):
-                pass
+            for event in aim.train(config, params, data, "cpu", None):
+                if event.result is not None and report is not None:
+                    report.append(event.result.privacy)
     finally:
         aim._measure, aim._select = measure, select
     return calls, picks
@@ -119,6 +121,21 @@ def selection_sensitivity_ratio(epsilon: float = 3.0, delta: float = 1e-5) -> fl
     (_, picks0), (_, picks1) = _transcripts(epsilon, delta, *selection_pair(), params)
     return max(float(np.abs(q1 - q0).max()) / sens
                for (q0, _, sens, _), (q1, _, _, _) in zip(picks0, picks1))
+
+
+def selections_as_reported(epsilon: float = 3.0, delta: float = 1e-5) -> tuple[list, list]:
+    """([(ε, sensitivity)] of every `_select` call `train` made, [(ε, sensitivity)] of
+    every selection its privacy report lists): equal when what is charged is what ran."""
+    from engine import aim
+
+    d = 2
+    report = []
+    _, picks = _record(_config("aim", epsilon, delta), _params(d), _pair(20, d)[0],
+                       report=report)
+    ran = [(eps, sens) for _, eps, sens, _ in picks]
+    charged = [(r.details["epsilon"], r.details["quality_sensitivity"])
+               for r in report[0].releases if r.name == aim.RELEASE_NAMES[2]]
+    return ran, charged
 
 
 RELEASES = {"AIM train": aim_train_scores}

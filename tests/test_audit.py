@@ -208,6 +208,17 @@ def test_aim_selection_sensitivity_holds_and_is_attained():
     assert selection_sensitivity_ratio() == pytest.approx(1.0, abs=1e-9)
 
 
+def test_aim_charges_the_selections_it_runs():
+    """Every `_select` call in `aim.train` is a selection of its privacy report with the
+    same ε and sensitivity (the `drawn` check of the Gaussians, for the exponential
+    mechanism: a selection run at 2ε_t but charged ε_t stays inside the black-box
+    audit, which sees at most half an exponential mechanism's ε)."""
+    from engine.audit_aim import selections_as_reported
+
+    ran, charged = selections_as_reported()
+    assert ran and ran == charged
+
+
 def test_every_audit_belongs_to_a_registered_method():
     assert {n for _, n in AUDITED} == set(audit.RELEASES)
 
