@@ -70,6 +70,32 @@ def _result(events) -> TrainResult:
     return last.result
 
 
+def _assert_noise_accounted(report, drawn):
+    sigmas = {r.sigma for r in report.releases}
+    gaussian = {r.sigma for r in report.releases if r.details.get("kind", "gaussian") == "gaussian"}
+    assert drawn and all(any(math.isclose(s, t, rel_tol=1e-12) for t in sigmas) for s in drawn)
+    assert all(any(math.isclose(s, t, rel_tol=1e-12) for s in drawn) for t in gaussian)
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_other_dataset_it_takes_draws_only_the_noise_it_reports(method, digits,
+                                                                      breast_cancer, drawn):
+    """The tiny run's noise check on each further dataset the method takes: a table
+    without public bounds (breast_cancer) adds a private bounds release, whose σ at the
+    call site must be the reported one too."""
+    taken = []
+    for data in (digits, breast_cancer):
+        try:
+            taken.append((data, make_params(method, data, TINY.get(method, {}))))
+        except InputError:
+            continue
+    for data, params in taken[1:]:  # the first: the tiny run's test above
+        drawn.clear()
+        config = RunConfig(method=method, dataset=data.name, epsilon=EPSILON,
+                           n_synthetic=N_SYNTHETIC, params=TINY.get(method, {}))
+        _assert_noise_accounted(_result(_run(config, params, data)).privacy, drawn)
+
+
 @_methods()
 def test_a_tiny_run_ends_with_a_result_within_budget_and_its_noise_accounted(setup, drawn):
     config, params, data = setup
@@ -93,10 +119,7 @@ def test_a_tiny_run_ends_with_a_result_within_budget_and_its_noise_accounted(set
     # every draw is one of the reported releases' noise, and every Gaussian release was
     # drawn (an exponential-mechanism selection, AIM's, is reported by the Gaussian that
     # dominates it: no Gaussian noise of that σ is drawn)
-    sigmas = {r.sigma for r in report.releases}
-    gaussian = {r.sigma for r in report.releases if r.details.get("kind", "gaussian") == "gaussian"}
-    assert drawn and all(any(math.isclose(s, t, rel_tol=1e-12) for t in sigmas) for s in drawn)
-    assert all(any(math.isclose(s, t, rel_tol=1e-12) for s in drawn) for t in gaussian)
+    _assert_noise_accounted(report, drawn)
     assert set(report.to_dict()) >= {"epsilon_target", "epsilon_spent", "delta", "accountant",
                                      "releases"}
 
