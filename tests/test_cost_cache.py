@@ -1,4 +1,4 @@
-"""Cost previews (engine/cost_cache.py): timings re-taken when old or when the load moved,
+"""Cost previews (engine/store/cost_cache.py): timings re-taken when old or when the load moved,
 and seconds corrected by the measured / timed ratio of the store's finished runs."""
 
 import json
@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine import cost_cache
+from engine.store import cost_cache
 
 
 class FakeStore:
-    """list_runs + artifact_dir, as engine.store.RunStore answers them."""
+    """list_runs + artifact_dir, as engine.store.runs.RunStore answers them."""
 
     def __init__(self, root, seconds):
         self.root = root
@@ -72,8 +72,9 @@ def test_a_timing_is_retaken_when_old_or_when_the_load_moved(monkeypatch):
 
 
 def test_dpmerf_preview_states_its_basis(monkeypatch, digits):
-    from engine import dpmerf, dpmerf_cost
-    from engine.config import RunConfig
+    from engine.methods.dpmerf import method as dpmerf
+    from engine.methods.dpmerf import cost as dpmerf_cost
+    from engine.core.config import RunConfig
 
     monkeypatch.setattr(cost_cache, "finished_ratios", lambda *a, **k: [2.0])
     cfg = RunConfig(method="dpmerf", dataset="digits", params={"n_features": 300})
@@ -102,10 +103,11 @@ def test_a_named_cache_is_shared_through_its_files(tmp_path, monkeypatch):
 def test_the_web_server_never_times_it_asks_the_probe(monkeypatch, tmp_path, digits):
     """time_here=False: no training step in this process; a probe is asked for instead,
     the cost says "measuring…" until the probe's rates are in the shared cache."""
-    from engine import cost_probe, dpmerf_cost
-    from engine.config import RunConfig
-    from engine.runner import preview
-    from engine.slots import plan
+    from engine.runs import cost_probe
+    from engine.methods.dpmerf import cost as dpmerf_cost
+    from engine.core.config import RunConfig
+    from engine.runs.runner import preview
+    from engine.runs.slots import plan
 
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
     monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: pytest.fail("timed in the server"))
@@ -129,10 +131,11 @@ def test_the_web_server_never_times_it_asks_the_probe(monkeypatch, tmp_path, dig
 def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, tmp_path, digits):
     """With "also score with a CNN", the preview bounds the CNN's time (every epoch, the
     synthetic fit and the real reference); the web server asks the probe for it too."""
-    from engine import cnn, cost_probe
-    from engine.config import RunConfig
-    from engine.preview import cost_line
-    from engine.runner import preview
+    from engine.evaluation import cnn
+    from engine.runs import cost_probe
+    from engine.core.config import RunConfig
+    from engine.methods.preview import cost_line
+    from engine.runs.runner import preview
 
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
     monkeypatch.setattr(cnn, "_BATCH_SECONDS", None)
