@@ -145,6 +145,9 @@ def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, t
     assert preview(cfg, digits, time_here=False).cost.cnn_seconds is None  # being timed
 
     monkeypatch.setattr(cnn, "_time_batch", lambda *a: 0.01)  # the probe's process times
+    from engine.runs.slots import plan
+    # The probe's process runs with a trainer slot's threads (cost_probe.main).
+    monkeypatch.setattr(cnn.torch, "get_num_threads", lambda: plan().threads)
     cost_probe.measure(cfg)
     cost = preview(cfg, digits, time_here=False).cost
     both = cnn.fit_batches(500) + cnn.fit_batches(digits.n_train)
@@ -152,3 +155,27 @@ def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, t
     assert "to score with the CNN" in cost_line(cost)
     assert preview(RunConfig(method="marginals", dataset="digits"), digits).cost is None \
         or preview(RunConfig(method="marginals", dataset="digits"), digits).cost.cnn_seconds is None
+
+
+def test_the_probe_runs_its_own_module_and_says_when_it_fails(monkeypatch, tmp_path, caplog):
+    """The probe's process runs `python -m` on the module where cost_probe lives now (a
+    move must not leave it naming a module that is gone), and a probe that fails leaves
+    its output in cost_probe.log and a warning in the server's log, not in /dev/null."""
+    import importlib.util
+    import logging
+    import time
+
+    from engine.core.config import RunConfig
+    from engine.runs import cost_probe
+
+    assert importlib.util.find_spec(cost_probe.MODULE).origin == cost_probe.__file__
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    monkeypatch.setattr(cost_probe, "MODULE", "engine.no_such_probe")
+    monkeypatch.setattr(cost_probe, "_started", {})
+    with caplog.at_level(logging.WARNING, logger=cost_probe.__name__):
+        assert cost_probe.request(("failing probe",), RunConfig(method="marginals", dataset="digits"))
+        deadline = time.time() + 60
+        while not any("exited with" in r.getMessage() for r in caplog.records):
+            assert time.time() < deadline, "no warning for a failed probe"
+            time.sleep(0.05)
+    assert "engine.no_such_probe" in cost_probe.log_path().read_text()

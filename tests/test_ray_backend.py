@@ -240,3 +240,14 @@ def test_cpus_per_run_setting():
     for bad in ("0", "two", "-1"):
         with pytest.raises(InputError, match="DPSYNTH_RAY_CPUS"):
             ray_backend.cpus_per_run({"DPSYNTH_RAY_CPUS": bad})
+
+
+def test_the_whole_engine_package_travels_with_a_job():
+    """py_modules ships ENGINE_DIR: the `engine` package itself, not the folder that
+    ray_backend.py happens to live in (a node imports engine.runs.runner, engine.methods…)."""
+    import engine
+    from engine.jobs import ray_backend
+
+    assert ray_backend.ENGINE_DIR == Path(engine.__file__).resolve().parent
+    assert ray_backend.ENGINE_DIR.name == "engine"
+    assert (ray_backend.ENGINE_DIR / "runs" / "runner.py").is_file()

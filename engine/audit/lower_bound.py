@@ -14,7 +14,7 @@ Clopper–Pearson upper bounds (each at level α/2, so both hold together with p
 the implementation does not meet its claim (wrong σ, wrong sensitivity, ...).
 
 The releases themselves, run through the engine's own code with planted bugs caught, are
-in engine/audit/releases.py, audit_train.py and audit_aim.py (`RELEASES`); what a
+in engine/audit/releases.py, train.py and aim.py (`RELEASES`); what a
 projection cannot see (correlated or skipped noise, the grid) is checked on the same
 releases by engine/audit/noise.py; `box_muller_trace` is the floating-point test of the
 noise itself. No privacy claim is made by these modules;

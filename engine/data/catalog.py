@@ -22,7 +22,7 @@ import numpy as np
 
 # Re-exported: callers use engine.data.catalog as the one place for datasets.
 from engine.data.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column,  # noqa: F401
-                            Dataset, split_train_test)
+                                 Dataset, split_train_test)
 from engine.core.errors import InputError
 from engine.data.user_csv import frame_to_tabular, load_csv, tabular_to_frame  # noqa: F401
 from engine.data.user_npz import load_npz

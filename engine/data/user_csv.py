@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.data import column_kinds
 from engine.data.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column, Dataset,
-                            split_indices)
+                                 split_indices)
 from engine.core.errors import InputError
 
 

@@ -43,6 +43,7 @@ import numpy as np
 import ray
 import ray.exceptions as rex
 
+import engine
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
 from engine.methods.events import Event
@@ -50,12 +51,12 @@ from engine.core.jsonsafe import dumps
 from engine.store.records import RunStatus
 from engine.store.runs import RunStore
 from engine.jobs.scheduling import (STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings,
-                               publish_slots, run)
+                                    publish_slots, run)
 
 ENV = "DPSYNTH_RAY_ADDRESS"
 CPUS_ENV = "DPSYNTH_RAY_CPUS"  # CPUs (and torch threads) per run on the cluster; default 1
 FILE_OPTION = "path"  # the data option naming a user's file (csv, npz)
-ENGINE_DIR = Path(__file__).resolve().parent
+ENGINE_DIR = Path(engine.__file__).resolve().parent  # the whole package travels, not this folder
 # The errors that mean "the machine under the run went away", not "the run failed".
 NODE_LOST = (rex.NodeDiedError, rex.WorkerCrashedError, rex.ObjectLostError,
              rex.OwnerDiedError, rex.RaySystemError)

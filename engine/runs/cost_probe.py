@@ -14,6 +14,7 @@ record (engine/methods/dpmerf/cost.py), so it costs no privacy.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -21,11 +22,17 @@ import threading
 import time
 from pathlib import Path
 
+import engine
 from engine.core.config import RunConfig
 
 RETRY_S = 30.0  # a key is not probed again sooner than this, even if its timing went stale
 PROBE_NICE = 5  # as engine/jobs/scheduling.TRAINER_NICE: pages first
 
+# The module the probe's process runs (`python -m`): this one, wherever it lives.
+MODULE = __name__ if __name__ != "__main__" else __spec__.name
+ROOT = Path(engine.__file__).resolve().parent.parent  # the folder that holds `engine`
+
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _started: dict[object, tuple[float, subprocess.Popen]] = {}
 
@@ -56,12 +63,30 @@ def request(key: object, config: RunConfig) -> bool:
         last = _started.get(key)
         if last is not None and (last[1].poll() is None or time.time() - last[0] < RETRY_S):
             return False
-        root = Path(__file__).resolve().parents[1]
-        proc = subprocess.Popen([sys.executable, "-m", "engine.runs.cost_probe", config.to_json()],
-                                cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as out:  # a probe that fails says why here, not in /dev/null
+            proc = subprocess.Popen([sys.executable, "-m", MODULE, config.to_json()],
+                                    cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                    start_new_session=True)
+        threading.Thread(target=_watch, args=(proc, path), daemon=True).start()
         _started[key] = (time.time(), proc)
         return True
+
+
+def log_path() -> Path:
+    """The probes' output (stdout and stderr), beside the timings they leave."""
+    from engine.store.cost_cache import timings_dir
+
+    return timings_dir() / "cost_probe.log"
+
+
+def _watch(proc: subprocess.Popen, path: Path) -> None:
+    """Say so in the server's log when a probe fails: its timing will not come, and the
+    preview would otherwise say "measuring…" until the next retry fails the same way."""
+    if proc.wait() != 0:
+        log.warning("cost probe %s exited with %s; its output is in %s", proc.args[2],
+                    proc.returncode, path)
 
 
 def measure(config: RunConfig) -> dict:

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+import engine
 from engine.core.config import RunConfig
 
-GALLERY_DIR = Path(__file__).resolve().parents[1] / "assets" / "gallery"
+GALLERY_DIR = Path(engine.__file__).resolve().parents[1] / "assets" / "gallery"
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0, math.inf)
 KEEP = ("config.json", "metrics.json", "samples.png")
 SWEEP = "gallery"

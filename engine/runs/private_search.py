@@ -53,7 +53,7 @@ from engine.core.config import RunConfig
 from engine.methods.events import Event
 from engine.core.jsonsafe import jsonable
 from engine.privacy.search_plan import (SPEC, VALIDATION_SHARE, SearchPlan, ledger_search, plan_dict,
-                                plan_search)
+                                        plan_search)
 
 SCORE_SENSITIVITY = 1.0  # of the count of correct validation predictions, replace-one
 MAX_K = 1000  # a draw beyond this is refused (E[K] is meant to be tens)

@@ -21,9 +21,9 @@ the last metrics they logged.
 
 The tables and the row → RunRecord conversion are in engine/store/db.py. `RunStore` is
 the run registry (rows, metrics, artifact folders); each other job is a mixin in its own
-module: the queue (store_queue.py), labels (store_labels.py), the gallery import
-(store_gallery.py), the timing queries for estimates (store_timings.py) and the
-membership game's rounds (store_game.py). Reads return
+module: the queue (queue.py), labels (labels.py), the gallery import
+(gallery.py), the timing queries for estimates (timings.py) and the
+membership game's rounds (game.py). Reads return
 RunRecords (engine/store/records.py). A run's metrics are whatever the evaluator
 returned, kept as one JSON dict in the `summary` column, so a new score needs no column;
 stores from before that also hold `accuracy`/`real_accuracy` columns, now unused.

@@ -36,7 +36,7 @@ from engine.privacy import dp_bounds
 from engine.privacy import accountant as privacy
 from engine.privacy import zcdp
 from engine.data.dataset import Dataset
-from engine.methods.marginals.method import Column, bin_codes, public_columns
+from engine.methods.tabular_bins import Column, bin_codes, public_columns
 
 MARGINAL_SENSITIVITY = math.sqrt(2.0)  # replace-one: one cell −1, one cell +1 (L2)
 MARGINAL_L1_SENSITIVITY = 2.0  # the same change in L1: the quality score's, per unit weight
