@@ -11,7 +11,7 @@ not a release), seconds, and the process's peak resident memory.
 `mixed` is a generated census-like table (n = 4,000: integer, skewed, categorical and
 dependent columns with public bounds), so nothing is downloaded.
 
-`paper`: engine/aim.py at the paper's settings (16·d rounds in all, an 80 MB model cap,
+`paper`: engine/methods/aim/method.py at the paper's settings (16·d rounds in all, an 80 MB model cap,
 1,000 mirror-descent iterations) instead of its laptop defaults. `reference`: the
 authors' own AIM (mechanisms/aim.py of github.com/ryan112358/private-pgm, a checkout
 given by --reference; not part of this project, so no test needs it) at the paper's
@@ -42,11 +42,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from engine.config import RunConfig  # noqa: E402
-from engine.data import load  # noqa: E402
-from engine.dataset import Column, Dataset, split_train_test  # noqa: E402
-from engine.evaluate import full_evaluation  # noqa: E402
-from engine.registry import get_method, make_params  # noqa: E402
+from engine.core.config import RunConfig  # noqa: E402
+from engine.data.catalog import load  # noqa: E402
+from engine.data.dataset import Column, Dataset, split_train_test  # noqa: E402
+from engine.evaluation.utility import full_evaluation  # noqa: E402
+from engine.methods.registry import get_method, make_params  # noqa: E402
 
 
 def mixed_table(n: int = 4000, seed: int = 0) -> Dataset:
@@ -98,7 +98,7 @@ def workload_error(real_x, real_y, syn_x, syn_y, columns, bins: int = 5) -> floa
 
 
 def paper_settings(data: Dataset) -> dict:
-    """engine/aim.py's knobs at the paper's values: T = 16·d rounds in all (d attributes,
+    """engine/methods/aim/method.py's knobs at the paper's values: T = 16·d rounds in all (d attributes,
     the label included; `rounds` counts those after the d one-way measurements)."""
     d = len(data.columns) + 1
     return {"rounds": 15 * d, "max_model_size": 80.0, "iters": 1000, "final_iters": 1000}
@@ -129,7 +129,7 @@ def run_one(method: str, data: Dataset, epsilon: float, seed: int, overrides=Non
 
 def reference_aim(data: Dataset, epsilon: float, seed: int, checkout: str, *,
                   replace_one: bool = False):
-    """The authors' AIM on `data`, discretised as engine/aim.py discretises it (public
+    """The authors' AIM on `data`, discretised as engine/methods/aim/method.py discretises it (public
     bounds only: the mixed table), all 2-way marginals as the workload, δ = 1e-5; its ρ
     from the authors' own ε → ρ conversion (cdp2adp), divided by REPLACE_ONE_COST when
     `replace_one`. Two shims for the mbi 2.0 that
@@ -138,9 +138,11 @@ def reference_aim(data: Dataset, epsilon: float, seed: int, checkout: str, *,
     reference passes potentials), and `filter_candidates` reads the model's cliques as a
     list. Its noise comes from numpy's global generator, seeded here: a bench, not a
     release. Returns (x, y, ε)."""
-    from engine import aim, aim_plan, column_kinds
+    from engine.methods.aim import method as aim
+    from engine.methods.aim import plan as aim_plan
+    from engine.data import column_kinds
 
-    mbi = aim._mbi()  # JAX set up as for engine/aim.py (float64, no compilation cache)
+    mbi = aim._mbi()  # JAX set up as for engine/methods/aim/method.py (float64, no compilation cache)
     from mbi import estimation
 
     mech_dir = Path(checkout) / "mechanisms"

@@ -2,7 +2,7 @@
 
 For digits and a generated mixed-type CSV (numeric + categorical columns, no download),
 each method (DataLens on images only) at each ε trains a small run, then
-engine/attack_run.py plays the membership game on its release and prints, per run, each
+engine/audit/membership_run.py plays the membership game on its release and prints, per run, each
 attack's ROC-AUC [95 % bootstrap CI] and TPR at 1 % FPR [95 % Clopper–Pearson CI] next
 to the bound's TPR at 1 % FPR (the run's own Gaussian curve / the (ε, δ) curve) and the
 largest AUC the run's own curve allows. Positive controls: a "release" that is a 90 %
@@ -11,7 +11,7 @@ cost of one attack is measured on digits and on an Adult-sized table (45,222 row
 Exit status 1 when any point lies outside its bound beyond its interval.
 
 NOT PRIVATE: every figure uses the runs' training records (a diagnostic, see
-engine/attacks.py). Training settings are small so that the grid finishes in minutes.
+engine/audit/membership.py). Training settings are small so that the grid finishes in minutes.
 
     .venv/bin/python bench/attacks.py [--data digits csv] [--epsilon 0.1 1 10 inf]
                                       [--rows 3000] [--no-cost] [--tiny]
@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from engine.jsonsafe import dumps  # noqa: E402
-from engine import attack_run  # noqa: E402
-from engine.config import RunConfig, parse_epsilon  # noqa: E402
-from engine.registry import METHODS  # noqa: E402
-from engine.runner import execute  # noqa: E402
+from engine.core.jsonsafe import dumps  # noqa: E402
+from engine.audit import membership_run as attack_run  # noqa: E402
+from engine.core.config import RunConfig, parse_epsilon  # noqa: E402
+from engine.methods.registry import METHODS  # noqa: E402
+from engine.runs.runner import execute  # noqa: E402
 
 ADULT_ROWS = 45_222  # Adult (census income) without missing values
 # Small settings: each run trains in seconds to a minute on a shared 2-core CPU.
@@ -146,7 +146,7 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from engine import data as datasets
+    from engine.data import catalog as datasets
 
     torch.set_num_threads(1)
     settings = TINY if args.tiny else SMALL

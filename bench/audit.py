@@ -1,6 +1,6 @@
 """Benchmark (not a test): empirical privacy audit of every method, with planted bugs.
 
-For every registered method, each audit of engine/audit.py METHOD_AUDITS (DP-MERF's
+For every registered method, each audit of engine/audit/lower_bound.py METHOD_AUDITS (DP-MERF's
 `_release`: image embedding, mixed tabular embedding, class counts, numeric-bounds
 histogram; DataLens through `train` and at the vote level; the marginals baseline and AIM
 through `train`) runs the REAL code on a worst-case neighbouring pair many times and prints the
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from engine import audit  # noqa: E402
+from engine.audit import lower_bound as audit  # noqa: E402
 from test_audit import PLANTED, SHARP  # noqa: E402  (the same planted bugs as the test)
 
 
@@ -59,7 +59,7 @@ def main(argv=None) -> None:
     ap.add_argument("--shipped-only", action="store_true",
                     help="audit the code as shipped, no planted bugs (the false-positive check)")
     ap.add_argument("--exact-noise", action="store_true",
-                    help="draw the trials with engine/noise.py itself (slow) instead of "
+                    help="draw the trials with engine/privacy/noise.py itself (slow) instead of "
                          "float64 torch.randn under the same entry")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -69,7 +69,7 @@ def main(argv=None) -> None:
 
     print(f"{args.confidence:.1%} lower bounds on epsilon (releases configured for "
           f"delta={args.delta:g}), min .. max over {args.repeats} audits (threshold on 30%, "
-          f"bound on 70%); {'engine/noise.py' if args.exact_noise else 'fast'} sampler")
+          f"bound on 70%); {'engine/privacy/noise.py' if args.exact_noise else 'fast'} sampler")
     print(f"{'method':10s} {'release':31s} {'variant':31s} {'eps':>4s} {'delta_':>6s} "
           f"{'trials':>9s} {'claimed':>8s} {'lower bound':>16s} {'verdict':>7s} {'s':>6s}")
     done_sharp = set()

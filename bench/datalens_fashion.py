@@ -32,11 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `make bench-data
 import numpy as np
 import torch
 
-from engine import data as datasets
-from engine import datalens, datalens_accounting, privacy
-from engine.config import RunConfig
-from engine.errors import InputError
-from engine.registry import estimate_cost, make_params
+from engine.data import catalog as datasets
+from engine.methods.datalens import method as datalens
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.privacy import accountant as privacy
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
+from engine.methods.registry import estimate_cost, make_params
 
 PAPER_CNN = {("fashion_mnist", 1.0): 0.6478, ("fashion_mnist", 10.0): 0.7061,
              ("mnist", 1.0): 0.7123, ("mnist", 10.0): 0.8066}
@@ -63,7 +65,7 @@ def holdout(data, n: int, seed: int = 0):
 def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int, grid: str | None = None) -> dict:
     from sklearn.linear_model import LogisticRegression
 
-    from engine.cnn import cnn_accuracy
+    from engine.evaluation.cnn import cnn_accuracy
 
     t0, result, last = time.time(), None, 0.0
     for ev in datalens.train(cfg, p, data, device, threading.Event()):
@@ -76,7 +78,7 @@ def run_once(cfg: RunConfig, p, data, device, cnn_epochs: int, grid: str | None 
     train_s = time.time() - t0
     steps = result.privacy.steps
     if grid:
-        from engine.render import image_grid
+        from engine.data.render import image_grid
 
         path = Path(grid.format(seed=cfg.seed))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,7 @@ def main(argv=None) -> int:
         a = ap.parse_args(argv)
         if a.threads:
             torch.set_num_threads(a.threads)
-        from engine.device import resolve_device
+        from engine.core.device import resolve_device
 
         device = resolve_device(a.device)
         data = datasets.load(a.dataset)

@@ -23,15 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from engine import data as datasets
-from engine.cli import _pairs
-from engine.config import RunConfig, parse_epsilon
-from engine.device import resolve_device
-from engine.dpmerf import train
-from engine.errors import InputError
-from engine.jsonsafe import dumps
-from engine.evaluate import fit_and_score
-from engine.registry import make_params
+from engine.data import catalog as datasets
+from engine.cli.commands import _pairs
+from engine.core.config import RunConfig, parse_epsilon
+from engine.core.device import resolve_device
+from engine.methods.dpmerf.method import train
+from engine.core.errors import InputError
+from engine.core.jsonsafe import dumps
+from engine.evaluation.utility import fit_and_score
+from engine.methods.registry import make_params
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -73,7 +73,7 @@ def run_once(args, params: dict, seed: int, data, device: torch.device) -> dict:
     config = RunConfig(method="dpmerf", dataset="fashion_mnist", epsilon=parse_epsilon(args.epsilon),
                        delta=args.delta, seed=seed, n_synthetic=args.n_synthetic,
                        params=params).validate()
-    from engine.dpmerf_cost import estimate
+    from engine.methods.dpmerf.cost import estimate
 
     p = make_params("dpmerf", data, params)
     preview = estimate(config, data, p, device)  # the Playground's cost preview, timed now

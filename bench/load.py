@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.config import RunConfig  # noqa: E402
-from engine.jobs import JobManager  # noqa: E402
-from engine.store import RunStatus, RunStore  # noqa: E402
+from engine.core.config import RunConfig  # noqa: E402
+from engine.jobs.manager import JobManager  # noqa: E402
+from engine.store.runs import RunStatus, RunStore  # noqa: E402
 
 TINY = {"n_features": 200, "epochs": 1, "batch_size": 100, "sample_every": 5}
 

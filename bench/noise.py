@@ -1,7 +1,7 @@
 """Benchmark (not a test): how long DP-MERF's largest noise release takes, old and new.
 
 The Fashion-MNIST embedding is 10,000 random features × 10 classes = 100,000 values. The
-new release (engine/noise.py: snap to the public grid, add the rounded Gaussian in
+new release (engine/privacy/noise.py: snap to the public grid, add the rounded Gaussian in
 float64) is timed against the old one (float32 `torch.randn` from an OS-seeded
 generator, added in float32). Prints the median over `--repeats` of each and the growth.
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from engine.noise import gaussian_noise, noise_generator, snap  # noqa: E402
+from engine.privacy.noise import gaussian_noise, noise_generator, snap  # noqa: E402
 
 
 def old_release(emb: torch.Tensor, std: float) -> torch.Tensor:

@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.config import RunConfig  # noqa: E402
-from engine.jobs import JobManager  # noqa: E402
-from engine.records import RunStatus  # noqa: E402
-from engine.store import RunStore  # noqa: E402
+from engine.core.config import RunConfig  # noqa: E402
+from engine.jobs.manager import JobManager  # noqa: E402
+from engine.store.records import RunStatus  # noqa: E402
+from engine.store.runs import RunStore  # noqa: E402
 
 SMALL = dict(method="marginals", dataset="breast_cancer", epsilon=1.0, device="cpu")
 LONG = RunConfig(method="dpmerf", dataset="digits", epsilon=1.0, device="cpu",

@@ -6,7 +6,7 @@ measures how long it takes, on this machine as it is, for two kinds of run:
 
 * a real DP-MERF run on digits, stopped between steps (the trainer sees the flag);
 * a scripted run stuck in one 60 s step that ignores the flag, so the worker must kill
-  its trainer after the grace period (engine.scheduling.STOP_GRACE_S).
+  its trainer after the grace period (engine.jobs.scheduling.STOP_GRACE_S).
 
     .venv/bin/python bench/stop.py [--repeats 5] [--tiny]
 """
@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the scripted trainer lives beside the tests
 
-from engine.config import RunConfig  # noqa: E402
-from engine.jobs import JobManager  # noqa: E402
-from engine.store import RunStatus, RunStore  # noqa: E402
-from engine.scheduling import STOP_GRACE_S  # noqa: E402
+from engine.core.config import RunConfig  # noqa: E402
+from engine.jobs.manager import JobManager  # noqa: E402
+from engine.store.runs import RunStatus, RunStore  # noqa: E402
+from engine.jobs.scheduling import STOP_GRACE_S  # noqa: E402
 from job_fakes import scripted  # noqa: E402
 
 PROMISE_S = 2.0

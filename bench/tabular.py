@@ -1,10 +1,10 @@
 """Benchmark (not a test): every tabular method on breast_cancer and a census-like CSV.
 
-For each dataset, method (every one in engine.registry.METHODS whose Params accept the
+For each dataset, method (every one in engine.methods.registry.METHODS whose Params accept the
 table), ε and seed it runs `python -m engine train` in a child process (so its peak
 memory is its own, read from the OS), on a throw-away run store, and prints the mean ±
 sd over seeds of: LogReg accuracy and ROC-AUC on the real test split, the mean
-per-column fidelity distance and the mean dependence error (engine/fidelity.py), the
+per-column fidelity distance and the mean dependence error (engine/evaluation/fidelity.py), the
 training seconds (median and range) and the child's peak resident memory.
 
     .venv/bin/python bench/tabular.py [--eps 0.3 1 3] [--seeds 3] [--rows 40000] [--tiny]
@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from census import write as write_census  # noqa: E402
 
-from engine import data as datasets  # noqa: E402
-from engine.errors import InputError  # noqa: E402
-from engine.registry import METHODS, make_params  # noqa: E402
+from engine.data import catalog as datasets  # noqa: E402
+from engine.core.errors import InputError  # noqa: E402
+from engine.methods.registry import METHODS, make_params  # noqa: E402
 
 FIGURES = ("accuracy", "roc_auc", "fidelity", "dependence", "seconds", "peak_mb")
 
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
                       f"{_cell([real[0]['real_accuracy']])} | {_cell([real[0]['real_roc_auc']])} "
                       "| 0 | 0 | – | – |", flush=True)
         if args.json:
-            from engine.jsonsafe import write_json
+            from engine.core.jsonsafe import write_json
 
             write_json(args.json, rows, indent=1)
     return 0

@@ -1,7 +1,7 @@
 """Benchmark (not a test): private hyperparameter search vs the defaults, same total ε.
 
 On digits (DP-MERF) and on a mixed-type CSV this bench generates (independent marginals,
-and DP-MERF), a private search (engine/private_tuning.py: random K with E[K] ≈ 10, each
+and DP-MERF), a private search (engine/runs/private_search.py: random K with E[K] ≈ 10, each
 candidate's settings drawn from a grid over three knobs, noisy validation score, only the
 best released) at a total ε, against the method's default settings run once at that same
 total ε on the whole training part. Prints, per search: total ε (repeat-and-select), the
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from engine.config import RunConfig  # noqa: E402
+from engine.core.config import RunConfig  # noqa: E402
 
 
 def mixed_csv(path: Path, n: int, seed: int = 0) -> Path:
@@ -71,8 +71,8 @@ def cases(csv: Path, tiny: bool) -> list[tuple[str, RunConfig, dict]]:
 def defaults_once(config: RunConfig, epsilon: float, out: Path) -> tuple[float, float]:
     """The method's defaults (plus the case's fixed settings), one run at the total ε on
     the whole training part: (LogReg accuracy on the real test part, seconds)."""
-    from engine.evaluate import fit_and_score
-    from engine.runner import execute, prepare
+    from engine.evaluation.utility import fit_and_score
+    from engine.runs.runner import execute, prepare
 
     t0 = time.perf_counter()
     cfg = RunConfig(**{**config.to_dict(), "epsilon": epsilon})
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.tiny:
         args.mean = min(args.mean, 2.0)
     torch.set_num_threads(1)
-    from engine.private_tuning import search
+    from engine.runs.private_search import search
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="dpsynth-bench-tuning-") as tmp:

@@ -245,7 +245,7 @@ def main() -> None:
     ap.add_argument("--backend", choices=["local", "ray"], default="local",
                     help="local: the app's own trainer processes (default); ray: its worker "
                          "hands runs to Ray ($DPSYNTH_RAY_ADDRESS, else a one-machine Ray "
-                         "it starts), engine/ray_backend.py")
+                         "it starts), engine/jobs/ray_backend.py")
     ap.add_argument("--tiny", action="store_true",
                     help="two sessions, one arriving every second, a tiny run each: the "
                          "configuration a test runs so the bench cannot rot")
@@ -280,8 +280,8 @@ def main() -> None:
                                                  args.arrive_every, runs))
         server_share, train_share = meter.shares()
         client_share = (_self_cpu() - me0) / max(1e-9, time.time() - meter.t0)
-        from engine import gallery
-        from engine.store import RunStore
+        from engine.runs import gallery
+        from engine.store.runs import RunStore
 
         store = RunStore(runs, recover=False)  # read before the server stops its worker
         # the precomputed gallery is in the store too; count only the room's own runs

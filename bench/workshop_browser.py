@@ -88,8 +88,8 @@ async def finished_accuracy(runs: Path, seed: int, deadline: float) -> str:
     """The accuracy the page will show for the room's run with `seed`, as it shows it
     ("0.764"), once the run store says that run FINISHED. The bench waits on the store and
     on that figure, never on the page's wording (which changes)."""
-    from engine import gallery
-    from engine.store import RunStore
+    from engine.runs import gallery
+    from engine.store.runs import RunStore
 
     store = RunStore(runs, recover=False)
     try:

@@ -1,7 +1,7 @@
 """DP Synth Lab engine: datasets, DP generators, accounting, evaluation, jobs.
 
 Nothing in this package imports Streamlit: the app, the CLI and the tests all drive
-the same code through `engine.registry.get_method(name)` and `engine.runner.execute`.
+the same code through `engine.methods.registry.get_method(name)` and `engine.runs.runner.execute`.
 """
 
 __all__ = ["__version__"]

@@ -1,5 +1,5 @@
 import sys
 
-from engine.cli import main
+from engine.cli.commands import main
 
 sys.exit(main())

@@ -1,14 +1,17 @@
 """Accountant: σ ↔ ε for the Gaussian mechanism, composition, and DataLens's budget.
 
-Every number comes from engine.privacy (autodp); this page only asks and draws.
+Every number comes from engine.privacy.accountant (autodp); this page only asks and draws.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from engine import datalens_accounting, demos, privacy, risk
-from engine.errors import InputError
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.teaching import demos
+from engine.privacy import accountant as privacy
+from engine.privacy import risk
+from engine.core.errors import InputError
 from ui.choices import DELTA_CHOICES
 from ui.common import line_figure, show_input_error
 from ui.risk_view import epsilon_sentence, summary_metrics, tradeoff_figure

@@ -1,13 +1,13 @@
 """Learn: the ideas behind the app, each with a small live picture (numbers from
-engine/demos.py and engine/privacy.py)."""
+engine/teaching/demos.py and engine/privacy/accountant.py)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import demos
-from engine.datalens_params import DIGITS_MEASURED
+from engine.teaching import demos
+from engine.methods.datalens.params import DIGITS_MEASURED
 from ui.choices import DELTA_CHOICES, EPSILON_CHOICES, privacy_in_words
 from ui.common import line_figure, session_id, store
 from ui.game_view import game_panel, room_panel

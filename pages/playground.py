@@ -1,7 +1,7 @@
 """Playground: pick data, method and budget, press Train, watch it learn.
 
 Every setting is bound to the URL (bind="query-params"), so a copied link restores it.
-The run itself happens in a background job (engine.jobs); the live panel polls it once
+The run itself happens in a background job (engine.jobs.manager); the live panel polls it once
 a second from a fragment, so the page stays responsive.
 """
 
@@ -13,11 +13,11 @@ from dataclasses import replace
 
 import streamlit as st
 
-from engine.errors import InputError
-from engine.registry import available_methods, default_params, get_method
-from engine.runner import preview as preview_run
-from engine.records import RunStatus
-from engine.render import class_rows, grid_scale
+from engine.core.errors import InputError
+from engine.methods.registry import available_methods, default_params, get_method
+from engine.runs.runner import preview as preview_run
+from engine.store.records import RunStatus
+from engine.data.render import class_rows, grid_scale
 from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
@@ -206,7 +206,7 @@ with settings:
                 params=changed_params(defaults, values), data_options=data_options),
                 cnn_eval=cnn)
             # The page's one engine call for the preview; the web server never times
-            # training steps itself (engine/cost_probe.py does, in its own process).
+            # training steps itself (engine/runs/cost_probe.py does, in its own process).
             preview = preview_run(config, data, time_here=False)
         except InputError as e:
             show_input_error(e)

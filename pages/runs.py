@@ -10,10 +10,11 @@ import math
 
 import streamlit as st
 
-from engine import attack_run, eta
-from engine.errors import InputError
-from engine.gallery import SWEEP as GALLERY_SWEEP
-from engine.records import RunStatus, real_key
+from engine.audit import membership_run as attack_run
+from engine.store import eta
+from engine.core.errors import InputError
+from engine.runs.gallery import SWEEP as GALLERY_SWEEP
+from engine.store.records import RunStatus, real_key
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
 from ui.attack_view import attack_section

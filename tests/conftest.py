@@ -16,8 +16,8 @@ TINY_DPMERF = {"n_features": 300, "epochs": 10, "batch_size": 100, "sample_every
 
 @pytest.fixture
 def drawn(monkeypatch):
-    """The std of every DP noise draw, recorded where all of them go (engine/noise.py)."""
-    from engine import noise
+    """The std of every DP noise draw, recorded where all of them go (engine/privacy/noise.py)."""
+    from engine.privacy import noise
 
     stds, real = [], noise.gaussian
 
@@ -31,7 +31,7 @@ def drawn(monkeypatch):
 
 @pytest.fixture(scope="session")
 def digits():
-    from engine.data import load
+    from engine.data.catalog import load
 
     return load("digits")
 
@@ -47,7 +47,7 @@ def runs_root(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _own_store_home(tmp_path_factory):
-    """Every run is charged to a run store's privacy ledger (engine/ledger.py); a test that
+    """Every run is charged to a run store's privacy ledger (engine/ledger/budget.py); a test that
     trains outside `runs_root` (the CLI, the runner) charges a throwaway store, never the
     user's ~/.local/share/dp-synth-lab. Its own MonkeyPatch: a test's monkeypatch.undo()
     must not undo it."""
@@ -60,7 +60,7 @@ def _own_store_home(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def breast_cancer():
-    from engine.data import load
+    from engine.data.catalog import load
 
     return load("breast_cancer")
 
@@ -69,8 +69,8 @@ def breast_cancer():
 def fashion_mnist():
     """Fashion-MNIST when this machine has it (the Debian dataset package, or a copy under
     DPSYNTH_DATA); never downloaded at test time."""
-    from engine.data import load_fashion_mnist
-    from engine.errors import InputError
+    from engine.data.catalog import load_fashion_mnist
+    from engine.core.errors import InputError
 
     try:
         return load_fashion_mnist(download=False)

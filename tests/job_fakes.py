@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.events import Event
+from engine.methods.events import Event
 
 
 def scripted(config, out_dir, *, stop=None, full_eval=True):

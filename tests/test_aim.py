@@ -1,4 +1,4 @@
-"""AIM (engine/aim.py): its accounting (engine/zcdp.py) against dp-accounting and an
+"""AIM (engine/methods/aim/method.py): its accounting (engine/privacy/zcdp.py) against dp-accounting and an
 independent recomputation from the run's recorded releases, the sensitivities it claims
 attacked, the Gaussian-DP charge the ledger composes checked against the exact trade-off
 curve of a real selection, and tiny runs (breast_cancer columns, a mixed CSV; stop; ε = ∞;
@@ -14,12 +14,14 @@ import pytest
 from scipy.special import expit, softmax
 from scipy.stats import norm
 
-from engine import aim, aim_plan, zcdp
-from engine.config import RunConfig
-from engine.data import load
-from engine.dataset import Dataset
-from engine.errors import InputError
-from engine.registry import make_params
+from engine.methods.aim import method as aim
+from engine.methods.aim import plan as aim_plan
+from engine.privacy import zcdp
+from engine.core.config import RunConfig
+from engine.data.catalog import load
+from engine.data.dataset import Dataset
+from engine.core.errors import InputError
+from engine.methods.registry import make_params
 
 pytest.importorskip("mbi")
 
@@ -124,7 +126,7 @@ def test_sensitivities_hold_under_replace_one():
 
 def test_the_budget_meets_the_ledgers_plan_for_any_split():
     """Whatever share the selections take, c·ρ stays within the planned 1/z²."""
-    from engine import privacy
+    from engine.privacy import accountant as privacy
 
     cfg = RunConfig(method="aim", epsilon=1.0, delta=1e-5)
     for a in (0.1, 0.5, 0.9, 0.99):
@@ -258,7 +260,8 @@ def test_run_path_charges_the_ledger_within_its_plan(tmp_path):
     """Through the runner: metrics.json carries the report, and the ledger's settled
     charge (exact Gaussian-DP composition of the releases) is the run's own ε, no more
     than the planned one it replaced."""
-    from engine import ledger, runner
+    from engine.ledger import budget as ledger
+    from engine.runs import runner
 
     data_cfg = RunConfig(method="aim", dataset="csv", epsilon=1.0, delta=1e-5,
                          data_options=_mixed_csv(tmp_path), params=TINY)

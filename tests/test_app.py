@@ -1,5 +1,5 @@
 """The Streamlit app through streamlit.testing (AppTest), plus the pure helpers its pages
-use (ui/*.py, engine/demos.py). The training test drives the real engine."""
+use (ui/*.py, engine/teaching/demos.py). The training test drives the real engine."""
 
 import io
 import json
@@ -10,13 +10,17 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import datalens, datalens_accounting, demos, privacy, slots
-from engine.errors import InputError
-from engine.config import RunConfig
-from engine.datalens_params import DIGITS_MEASURED
-from engine.records import RunRecord, RunStatus
-from engine.render import class_rows
-from engine.store import RunStore
+from engine.methods.datalens import method as datalens
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.teaching import demos
+from engine.privacy import accountant as privacy
+from engine.runs import slots
+from engine.core.errors import InputError
+from engine.core.config import RunConfig
+from engine.methods.datalens.params import DIGITS_MEASURED
+from engine.store.records import RunRecord, RunStatus
+from engine.data.render import class_rows
+from engine.store.runs import RunStore
 from ui.choices import EPSILON_CHOICES, privacy_in_words
 from ui.knobs import config_from_settings, widgets
 from ui.marginals import marginal_bins
@@ -61,8 +65,8 @@ def test_datalens_knobs_and_digits_hint(runs_root):
         at.number_input(key=f"datalens_{name}")
     assert at.number_input(key="datalens_teachers").max == 1437  # capped at the records
     assert any("near chance" in w.value for w in at.warning)
-    from engine.data import load
-    from engine.registry import make_params
+    from engine.data.catalog import load
+    from engine.methods.registry import make_params
 
     digits = load("digits")
     preview = datalens.privacy_preview(RunConfig(method="datalens"),
@@ -86,8 +90,8 @@ def _knob_values(at, method: str) -> dict:
 
 
 def _defaults(method: str, dataset: str) -> dict:
-    from engine.data import load
-    from engine.registry import default_params
+    from engine.data.catalog import load
+    from engine.methods.registry import default_params
 
     return {w.name: w.spec.default for w in widgets(default_params(method, load(dataset)))
             if w.spec.kind in ("int", "float")}
@@ -163,8 +167,8 @@ def test_tiny_run_from_the_playground_completes_and_is_listed(runs_root):
 def _finished_tabular_run(runs_root) -> tuple[str, dict]:
     """A finished breast_cancer run whose metrics come from the real evaluator (scored on
     a slice of the real training records: only the display is under test here)."""
-    from engine.data import load
-    from engine.evaluate import full_evaluation
+    from engine.data.catalog import load
+    from engine.evaluation.utility import full_evaluation
 
     data = load("breast_cancer")
     scores = full_evaluation(data.x_train[:200], data.y_train[:200], data, models=("logreg",))
@@ -328,8 +332,8 @@ def test_config_from_settings_and_knob_bounds():
     with pytest.raises(InputError, match="epsilon"):
         config_from_settings(dataset="digits", method="dpmerf", eps="-1", delta="1e-5",
                              seed=0, params={})
-    from engine.data import load
-    from engine.datalens import Params
+    from engine.data.catalog import load
+    from engine.methods.datalens.method import Params
 
     digits = load("digits")
     ks = {w.name: w for w in widgets(Params.for_data(digits), digits)}
@@ -427,7 +431,7 @@ def test_plain_words_on_playground_and_learn(runs_root):
 
 
 def test_newcomer_sees_the_gallery_without_training(runs_root):
-    from engine import gallery
+    from engine.runs import gallery
 
     names = [name for name, *_ in gallery.entries()]
     at = app()
@@ -502,8 +506,8 @@ def test_a_stopped_run_shows_where_it_stopped_and_datalens_says_it_is_starting(r
     at = _playground_on(starting)
     assert not at.exception
     (bar,) = _bars(at)
-    from engine.data import load
-    from engine.registry import make_params
+    from engine.data.catalog import load
+    from engine.methods.registry import make_params
 
     teachers = make_params("datalens", load("digits"), {}).teachers
     assert bar[0] == 0 and f"building {teachers:,} teachers" in bar[1] and "ε spent 0" in bar[1]
@@ -544,10 +548,11 @@ def test_learn_has_delta_composition_the_baseline_and_the_epsilon_range(runs_roo
 
 def test_the_playground_never_times_its_cost_it_shows_measuring_then_the_figure(
         runs_root, monkeypatch):
-    """The web server never trains: the DP-MERF cost is timed by engine/cost_probe.py's
+    """The web server never trains: the DP-MERF cost is timed by engine/runs/cost_probe.py's
     process (here the test stands in for it), the page says "measuring…" until then."""
-    from engine import cost_probe, dpmerf_cost
-    from engine.preview import MEASURING
+    from engine.runs import cost_probe
+    from engine.methods.dpmerf import cost as dpmerf_cost
+    from engine.methods.preview import MEASURING
 
     monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: pytest.fail("timed in the server"))
     asked = []

@@ -1,4 +1,4 @@
-"""Membership attacks on a release (engine/attacks.py, engine/attack_run.py): they catch a
+"""Membership attacks on a release (engine/audit/membership.py, engine/audit/membership_run.py): they catch a
 release that memorises its training records, read chance on a release independent of
 them, stay inside the DP bound on a real DP run, and say so loudly when a point is
 outside it. Their scores never reach the released files."""
@@ -9,9 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from engine import attack_run, attacks, risk
-from engine.cli import main
-from engine.dataset import Column, Dataset
+from engine.audit import membership_run as attack_run
+from engine.audit import membership as attacks
+from engine.privacy import risk
+from engine.cli.commands import main
+from engine.data.dataset import Column, Dataset
 
 FAST_MARGINALS = ("--method", "marginals", "--dataset", "digits", "--no-eval", "--device", "cpu")
 
@@ -181,7 +183,7 @@ def test_attack_on_a_folder_that_is_no_run_is_one_line(tmp_path, capsys):
 
 def test_an_unlabelled_tabular_release_is_read_and_attacked(tmp_path):
     data, draw = _mixed(400, seed=2)
-    from engine.data import tabular_to_frame
+    from engine.data.catalog import tabular_to_frame
 
     syn_x, _ = draw(400)
     tabular_to_frame(syn_x, data.columns).to_csv(tmp_path / "synthetic.csv", index=False)
@@ -198,8 +200,8 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
 
     from apptest import open_app
     from conftest import HANG_S
-    from engine.config import RunConfig
-    from engine.store import RunStore
+    from engine.core.config import RunConfig
+    from engine.store.runs import RunStore
 
     monkeypatch.delenv("DPSYNTH_INSTRUCTOR", raising=False)
     monkeypatch.delenv("DPSYNTH_INSTRUCTOR_KEY", raising=False)
@@ -270,8 +272,8 @@ def test_runs_page_shows_a_point_outside_the_bound_as_a_red_error(dp_run, digits
     import shutil
 
     from apptest import open_app
-    from engine.config import RunConfig
-    from engine.store import RunStore
+    from engine.core.config import RunConfig
+    from engine.store.runs import RunStore
 
     monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")
     rid = "leaky"

@@ -1,9 +1,9 @@
 """Prove the privacy claims from the outside.
 
-1. Accountant cross-check: every path of engine/privacy.py against Google's dp-accounting
+1. Accountant cross-check: every path of engine/privacy/accountant.py against Google's dp-accounting
    (closed-form Gaussian, PLD, RDP) over a grid of σ, T, δ. The project must agree within
    the stated tolerance and never report a smaller ε than the exact one.
-2. Empirical audit (engine/audit.py): every registered method (engine/registry.py) is
+2. Empirical audit (engine/audit/lower_bound.py): every registered method (engine/methods/registry.py) is
    audited through the path its run takes — DataLens and the marginals baseline through
    their own `train`, DP-MERF through `_release`, the function its `train` calls that
    holds the whole release. Each release runs many times on a worst-case neighbouring
@@ -22,11 +22,12 @@ import numpy as np
 import pytest
 import torch
 
-from engine import audit, audit_stats
-from engine import features as fx
-from engine import datalens_accounting
-from engine import privacy as P
-from engine.registry import METHODS
+from engine.audit import lower_bound as audit
+from engine.privacy import audit_stats
+from engine.methods.dpmerf import features as fx
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.privacy import accountant as P
+from engine.methods.registry import METHODS
 
 torch.set_num_threads(1)
 
@@ -155,7 +156,7 @@ def test_audit_of_identical_outputs_finds_nothing():
 
 
 # ------------------------------------------------------------------ audit of releases
-# The audit runs the real release code (engine/audit.py); each planted bug below is put
+# The audit runs the real release code (engine/audit/lower_bound.py); each planted bug below is put
 # into that real code with monkeypatch, and the audit must catch it.
 
 EPS, DELTA = 3.0, 1e-5
@@ -176,7 +177,7 @@ def _broken_by(margin, res):
     return res.epsilon_lb > res.claimed_epsilon + margin
 
 
-# Every registered method has audits, through the path its run takes (engine/audit.py
+# Every registered method has audits, through the path its run takes (engine/audit/lower_bound.py
 # METHOD_AUDITS); a method added to the registry without one fails here.
 AUDITED = [(method, name) for method in METHODS
            for name in audit.METHOD_AUDITS.get(method, (None,))]
@@ -193,7 +194,7 @@ def test_every_registered_method_is_audited_and_passes(method, name):
 def test_datalens_audit_pair_is_worst_case_through_the_real_teachers():
     """The target teacher's vote, computed by the real nets and `teacher_votes`, is the
     mirror image between D0 and D1: the vote sums differ by exactly 2√k."""
-    from engine.audit_train import vote_change
+    from engine.audit.train import vote_change
 
     assert vote_change() == pytest.approx(1.0)
 
@@ -202,8 +203,8 @@ def test_aim_selection_sensitivity_holds_and_is_attained():
     """The sensitivity `aim.train` hands `_select` bounds how far a replaced record moves
     any quality score, and the audit pair moves one by exactly that much: an understated
     sensitivity (ratio 2 when halved) fails here, where the black-box audit cannot see
-    it (engine/audit_aim.py)."""
-    from engine.audit_aim import selection_sensitivity_ratio
+    it (engine/audit/aim.py)."""
+    from engine.audit.aim import selection_sensitivity_ratio
 
     assert selection_sensitivity_ratio() == pytest.approx(1.0, abs=1e-9)
 
@@ -213,7 +214,7 @@ def test_aim_charges_the_selections_it_runs():
     same ε and sensitivity (the `drawn` check of the Gaussians, for the exponential
     mechanism: a selection run at 2ε_t but charged ε_t stays inside the black-box
     audit, which sees at most half an exponential mechanism's ε)."""
-    from engine.audit_aim import selections_as_reported
+    from engine.audit.aim import selections_as_reported
 
     ran, charged = selections_as_reported()
     assert ran and ran == charged
@@ -237,14 +238,14 @@ def _halve_noise(module):
 
 def _double_votes(mp):
     """Votes doubled inside `teacher_votes`: each teacher's vote has norm 2√k·2."""
-    from engine import datalens_step
+    from engine.methods.datalens import step as datalens_step
 
     real = datalens_step.teacher_votes
     mp.setattr(datalens_step, "teacher_votes", lambda *a, **kw: 2 * real(*a, **kw))
 
 
 def _marginals_module():
-    from engine import marginals
+    from engine.methods.marginals import method as marginals
 
     return marginals
 
@@ -262,14 +263,14 @@ def _double_features(mp):
 
 
 def _half_bounds_sensitivity(mp):
-    from engine import dp_bounds
+    from engine.privacy import dp_bounds
 
     real = dp_bounds.sensitivity
     mp.setattr(dp_bounds, "sensitivity", lambda n: real(n) / 2)
 
 
 def _halve_vote_noise(mp):
-    from engine import datalens
+    from engine.methods.datalens import method as datalens
 
     real = datalens.top_agg
     mp.setattr(datalens, "top_agg", lambda votes, sigma, beta: real(votes, sigma / 2, beta))
@@ -277,7 +278,7 @@ def _halve_vote_noise(mp):
 
 def _overlapping_partition(mp):
     """The official code's defect: one record in two teachers' parts."""
-    from engine import datalens
+    from engine.methods.datalens import method as datalens
 
     real = datalens.partition
 
@@ -296,7 +297,7 @@ def _one_extra_step(mp):
 
 def _aim_noise_on_nonzero_cells(mp):
     """AIM's measurement noise only where a count is not 0: empty cells come out exact."""
-    from engine import aim
+    from engine.methods.aim import method as aim
 
     def measure(x, sigma):
         return x + aim.gaussian_noise(x.shape, sigma, dtype=torch.float64).numpy() * (x > 0)
@@ -305,7 +306,7 @@ def _aim_noise_on_nonzero_cells(mp):
 
 def _counts_with_embedding_sigma(mp):
     """DP-MERF's class counts noised with the (far smaller) σ of the embedding."""
-    from engine import dpmerf
+    from engine.methods.dpmerf import method as dpmerf
 
     real = dpmerf._release
 
@@ -316,19 +317,19 @@ def _counts_with_embedding_sigma(mp):
 
 
 def _dpmerf_module():
-    from engine import dpmerf
+    from engine.methods.dpmerf import method as dpmerf
 
     return dpmerf
 
 
 def _aim_module():
-    from engine import aim
+    from engine.methods.aim import method as aim
 
     return aim
 
 
 def _dp_bounds_module():
-    from engine import dp_bounds
+    from engine.privacy import dp_bounds
 
     return dp_bounds
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import data as datasets
-from engine.config import RunConfig, parse_epsilon
-from engine.errors import InputError
-from engine.jobs import JobManager
-from engine.runner import prepare
-from engine.store import RunStore
+from engine.data import catalog as datasets
+from engine.core.config import RunConfig, parse_epsilon
+from engine.core.errors import InputError
+from engine.jobs.manager import JobManager
+from engine.runs.runner import prepare
+from engine.store.runs import RunStore
 
 from apptest import open_app
 from conftest import HANG_S
@@ -170,7 +170,7 @@ def test_text_in_an_unforced_numeric_column_becomes_categorical(files):
     """Not an error by design: a column with text in its training part is read as
     categorical (stated in the loader's rules); forcing it numeric gives the clear error
     above. Text only in the test part leaves the column numeric and drops that test row."""
-    from engine.dataset import split_indices
+    from engine.data.dataset import split_indices
 
     train, _ = split_indices(60, 0)
     d = datasets.load("csv", options={"path": files["csv_text_num"], "label": "label"})

@@ -15,7 +15,7 @@ def test_tiny_tabular_bench_prints_a_row_per_method(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| census |")]
     assert {r.split("|")[2].strip() for r in rows} >= {"dpmerf", "marginals"}
-    from engine.jsonsafe import strict_loads
+    from engine.core.jsonsafe import strict_loads
 
     runs = strict_loads(out.read_text())
     for r in runs:

@@ -62,7 +62,7 @@ def test_train_from_the_browser(server, tmp_path):
             done_s = time.perf_counter() - t1
             acc = page.get_by_test_id("stMetric").filter(has_text="accuracy on real test data")
             value = acc.get_by_test_id("stMetricValue").inner_text()
-            from engine.store import RunStore
+            from engine.store.runs import RunStore
 
             (run,) = [r for r in RunStore(tmp_path / "runs", recover=False).list_runs()
                       if r.sweep != "gallery"]
@@ -99,9 +99,9 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
     show the new dataset's defaults (the bug: digits → Fashion kept 45,000 steps)."""
     from playwright.sync_api import expect, sync_playwright
 
-    from engine.data import load
-    from engine.datalens import Params as DLParams
-    from engine.dpmerf import Params
+    from engine.data.catalog import load
+    from engine.methods.datalens.method import Params as DLParams
+    from engine.methods.dpmerf.method import Params
 
     digits, cancer = load("digits"), load("breast_cancer")
 
@@ -135,11 +135,11 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
 
 def test_membership_game_in_the_browser(server, tmp_path):
     """Play ten rounds of the Learn page's game; the player's point is drawn on the chart
-    where engine.game puts it for the stored rounds."""
+    where engine.teaching.game puts it for the stored rounds."""
     from playwright.sync_api import expect, sync_playwright
 
-    from engine import game
-    from engine.store import RunStore
+    from engine.teaching import game
+    from engine.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs", recover=False)
     chart = ".st-key-game_chart_box .js-plotly-plot"
@@ -190,8 +190,8 @@ def test_a_reload_keeps_my_run_and_only_i_can_stop_it(server, tmp_path):
     this browser; a second browser context (another participant) sees Stop disabled."""
     from playwright.sync_api import expect, sync_playwright
 
-    from engine.records import RunStatus
-    from engine.store import RunStore
+    from engine.store.records import RunStatus
+    from engine.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs", recover=False)
 

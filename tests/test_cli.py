@@ -32,7 +32,7 @@ def test_train_writes_config_metrics_synthetic_and_grid(tmp_path):
     assert 3.6 < sigma < 3.9  # one release at (1, 1e-5): the exact Gaussian's 3.73
     assert "ExactGaussian" in metrics["accountant"]
     assert set(metrics["seconds"]) == {"train", "evaluate", "total", "timed", "predicted"}
-    # the cost preview the run was shown, as timed and as corrected (engine/cost_cache.py)
+    # the cost preview the run was shown, as timed and as corrected (engine/store/cost_cache.py)
     assert metrics["seconds"]["timed"] > 0 and metrics["seconds"]["predicted"] > 0
     # Chance is .1 on digits; these settings measured LogReg .76–.79 at ε = 1 (3 runs).
     # The margin covers the DP noise, which is never seeded.
@@ -69,8 +69,8 @@ def test_datasets_lists_availability():
 
 
 def test_gallery_names_can_be_listed_and_an_unknown_name_is_an_error(capsys):
-    from engine import gallery
-    from engine.cli import main
+    from engine.runs import gallery
+    from engine.cli.commands import main
 
     assert main(["gallery", "--list", "--no-fashion"]) == 0
     names = capsys.readouterr().out.split()
@@ -88,13 +88,13 @@ def test_unknown_flag_is_one_line_exit_2(tmp_path):
 
 
 # ------------------------------------------------------------------ --out, δ, disclosures
-# In-process (engine.cli.main) to spare an interpreter start-up per case.
+# In-process (engine.cli.commands.main) to spare an interpreter start-up per case.
 
 FAST = ["--n-features", "100", "--epochs", "1", "--no-eval", "--device", "cpu"]
 
 
 def _main(*args):
-    from engine.cli import main
+    from engine.cli.commands import main
 
     return main(["train", *args])
 
@@ -104,8 +104,8 @@ def test_cnn_flag_is_saved_in_the_config_and_scores_the_synthetic_images(tmp_pat
     """--cnn travels in the config (as the Playground's checkbox does) to the evaluation,
     whose per-epoch progress reaches the console. The CNN itself is stubbed here
     (tests/test_cnn.py trains it): only the plumbing."""
-    from engine import evaluate
-    from engine.cnn import Epoch
+    from engine.evaluation import utility as evaluate
+    from engine.evaluation.cnn import Epoch
 
     calls = []
 
@@ -114,7 +114,7 @@ def test_cnn_flag_is_saved_in_the_config_and_scores_the_synthetic_images(tmp_pat
         yield Epoch(1, 10, 0.5, fit)
         return {"accuracy": 0.25 + len(calls) / 100, "epochs_chosen": 1}
 
-    monkeypatch.setattr("engine.cnn.scored_epochs", fake_fit)
+    monkeypatch.setattr("engine.evaluation.cnn.scored_epochs", fake_fit)
     monkeypatch.setattr(evaluate, "_REAL_CNN", {})  # no real-data score cached by another test
     out = tmp_path / "cnn"
     fast = [a for a in FAST if a != "--no-eval"]
@@ -153,7 +153,7 @@ def test_out_folder_of_another_run_is_refused_unless_overwrite(tmp_path, capsys)
 
 def _interrupting_trainer(exc):
     def train(config, params, data, device, stop):
-        from engine.events import Event
+        from engine.methods.events import Event
 
         yield Event("train", 1, 10, 0.1, loss=1.0)
         raise exc
@@ -168,7 +168,7 @@ def test_out_folder_of_the_users_files_is_refused_before_the_data_is_loaded(tmp_
 
     def no_loading(*a, **k):
         raise AssertionError("the data was loaded before --out was checked")
-    monkeypatch.setattr("engine.data.load", no_loading)
+    monkeypatch.setattr("engine.data.catalog.load", no_loading)
     for extra in ([], ["--overwrite"]):
         assert _main("--out", str(out), *extra, *FAST) == 2
         err = capsys.readouterr().err.strip()
@@ -191,7 +191,7 @@ def test_every_preview_hint_and_warning_reaches_the_console(tmp_path, capsys):
 
 def test_interrupted_run_leaves_interrupted_metrics_never_an_old_run(tmp_path, monkeypatch,
                                                                      capsys):
-    from engine import dpmerf
+    from engine.methods.dpmerf import method as dpmerf
 
     out = tmp_path / "run"
     assert _main("--out", str(out), *FAST) == 0
@@ -204,9 +204,9 @@ def test_interrupted_run_leaves_interrupted_metrics_never_an_old_run(tmp_path, m
 def test_runner_marks_a_crash_and_an_abandoned_run_interrupted(tmp_path, monkeypatch):
     import pytest
 
-    from engine import dpmerf
-    from engine.config import RunConfig
-    from engine.runner import execute
+    from engine.methods.dpmerf import method as dpmerf
+    from engine.core.config import RunConfig
+    from engine.runs.runner import execute
 
     cfg = RunConfig(params={"n_features": 100, "epochs": 1}, device="cpu")
     monkeypatch.setattr(dpmerf, "train", _interrupting_trainer(RuntimeError("disk full")))
@@ -253,7 +253,7 @@ def test_csv_category_lists_are_stated_in_metrics(tmp_path):
     import numpy as np
     import pandas as pd
 
-    from engine.cli import main
+    from engine.cli.commands import main
 
     rng = np.random.default_rng(0)
     pd.DataFrame({"x": rng.normal(size=60).round(3), "colour": rng.choice(["r", "g"], 60),

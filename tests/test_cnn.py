@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.cnn import cnn_accuracy, estimate_seconds, fit_batches, run_to_end, scored_epochs
-from engine.data import load
-from engine.errors import InputError
+from engine.evaluation.cnn import cnn_accuracy, estimate_seconds, fit_batches, run_to_end, scored_epochs
+from engine.data.catalog import load
+from engine.core.errors import InputError
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Column kinds (engine/column_kinds.py): integer and zero-inflated columns come back as
+"""Column kinds (engine/data/column_kinds.py): integer and zero-inflated columns come back as
 such from every tabular method, values stay inside public bounds, kinds read from the
 data are disclosed, and a bad schema is one clear line."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.cli import main
-from engine.column_kinds import apply_kinds, parse_schema
-from engine.dataset import Column
-from engine.errors import InputError
+from engine.cli.commands import main
+from engine.data.column_kinds import apply_kinds, parse_schema
+from engine.data.dataset import Column
+from engine.core.errors import InputError
 
 
 def _table(path, n=400, seed=0):
@@ -56,7 +56,7 @@ def test_integer_mass_and_bounds_come_back_from_every_tabular_method(tmp_path, m
 
 
 def test_kinds_not_given_are_read_from_the_data_and_disclosed(tmp_path):
-    from engine.user_data import load_csv
+    from engine.data.user_csv import load_csv
 
     _table(tmp_path / "t.csv")
     data = load_csv(path=str(tmp_path / "t.csv"), label="y")
@@ -104,7 +104,7 @@ def test_private_bounds_are_tight_when_n_is_large_against_the_noise():
     Noise alone clears the threshold somewhere with probability 1 % (dp_bounds.FALSE_CELL)
     and then stretches the bounds, so 10 draws are made and 8 must be tight (that
     3 or more miss with probability about 1e-4)."""
-    from engine import dp_bounds
+    from engine.privacy import dp_bounds
 
     ages = np.random.default_rng(0).integers(17, 91, 30_000).astype(float)[:, None]
     assert dp_bounds.steps_per_octave(len(ages), 10.0) == 4

@@ -1,4 +1,4 @@
-"""Cost previews (engine/cost_cache.py): timings re-taken when old or when the load moved,
+"""Cost previews (engine/store/cost_cache.py): timings re-taken when old or when the load moved,
 and seconds corrected by the measured / timed ratio of the store's finished runs."""
 
 import json
@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine import cost_cache
+from engine.store import cost_cache
 
 
 class FakeStore:
-    """list_runs + artifact_dir, as engine.store.RunStore answers them."""
+    """list_runs + artifact_dir, as engine.store.runs.RunStore answers them."""
 
     def __init__(self, root, seconds):
         self.root = root
@@ -72,8 +72,9 @@ def test_a_timing_is_retaken_when_old_or_when_the_load_moved(monkeypatch):
 
 
 def test_dpmerf_preview_states_its_basis(monkeypatch, digits):
-    from engine import dpmerf, dpmerf_cost
-    from engine.config import RunConfig
+    from engine.methods.dpmerf import method as dpmerf
+    from engine.methods.dpmerf import cost as dpmerf_cost
+    from engine.core.config import RunConfig
 
     monkeypatch.setattr(cost_cache, "finished_ratios", lambda *a, **k: [2.0])
     cfg = RunConfig(method="dpmerf", dataset="digits", params={"n_features": 300})
@@ -102,10 +103,11 @@ def test_a_named_cache_is_shared_through_its_files(tmp_path, monkeypatch):
 def test_the_web_server_never_times_it_asks_the_probe(monkeypatch, tmp_path, digits):
     """time_here=False: no training step in this process; a probe is asked for instead,
     the cost says "measuring…" until the probe's rates are in the shared cache."""
-    from engine import cost_probe, dpmerf_cost
-    from engine.config import RunConfig
-    from engine.runner import preview
-    from engine.slots import plan
+    from engine.runs import cost_probe
+    from engine.methods.dpmerf import cost as dpmerf_cost
+    from engine.core.config import RunConfig
+    from engine.runs.runner import preview
+    from engine.runs.slots import plan
 
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
     monkeypatch.setattr(dpmerf_cost, "_calibrate", lambda *a: pytest.fail("timed in the server"))
@@ -129,10 +131,11 @@ def test_the_web_server_never_times_it_asks_the_probe(monkeypatch, tmp_path, dig
 def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, tmp_path, digits):
     """With "also score with a CNN", the preview bounds the CNN's time (every epoch, the
     synthetic fit and the real reference); the web server asks the probe for it too."""
-    from engine import cnn, cost_probe
-    from engine.config import RunConfig
-    from engine.preview import cost_line
-    from engine.runner import preview
+    from engine.evaluation import cnn
+    from engine.runs import cost_probe
+    from engine.core.config import RunConfig
+    from engine.methods.preview import cost_line
+    from engine.runs.runner import preview
 
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
     monkeypatch.setattr(cnn, "_BATCH_SECONDS", None)
@@ -142,6 +145,9 @@ def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, t
     assert preview(cfg, digits, time_here=False).cost.cnn_seconds is None  # being timed
 
     monkeypatch.setattr(cnn, "_time_batch", lambda *a: 0.01)  # the probe's process times
+    from engine.runs.slots import plan
+    # The probe's process runs with a trainer slot's threads (cost_probe.main).
+    monkeypatch.setattr(cnn.torch, "get_num_threads", lambda: plan().threads)
     cost_probe.measure(cfg)
     cost = preview(cfg, digits, time_here=False).cost
     both = cnn.fit_batches(500) + cnn.fit_batches(digits.n_train)
@@ -149,3 +155,27 @@ def test_the_cnn_scoring_cost_is_previewed_and_timed_by_the_probe(monkeypatch, t
     assert "to score with the CNN" in cost_line(cost)
     assert preview(RunConfig(method="marginals", dataset="digits"), digits).cost is None \
         or preview(RunConfig(method="marginals", dataset="digits"), digits).cost.cnn_seconds is None
+
+
+def test_the_probe_runs_its_own_module_and_says_when_it_fails(monkeypatch, tmp_path, caplog):
+    """The probe's process runs `python -m` on the module where cost_probe lives now (a
+    move must not leave it naming a module that is gone), and a probe that fails leaves
+    its output in cost_probe.log and a warning in the server's log, not in /dev/null."""
+    import importlib.util
+    import logging
+    import time
+
+    from engine.core.config import RunConfig
+    from engine.runs import cost_probe
+
+    assert importlib.util.find_spec(cost_probe.MODULE).origin == cost_probe.__file__
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    monkeypatch.setattr(cost_probe, "MODULE", "engine.no_such_probe")
+    monkeypatch.setattr(cost_probe, "_started", {})
+    with caplog.at_level(logging.WARNING, logger=cost_probe.__name__):
+        assert cost_probe.request(("failing probe",), RunConfig(method="marginals", dataset="digits"))
+        deadline = time.time() + 60
+        while not any("exited with" in r.getMessage() for r in caplog.records):
+            assert time.time() < deadline, "no warning for a failed probe"
+            time.sleep(0.05)
+    assert "engine.no_such_probe" in cost_probe.log_path().read_text()

@@ -4,7 +4,7 @@ naming the knobs the method itself says make it faster (DataLens has no epochs).
 from streamlit.testing.v1 import AppTest
 
 
-from engine.preview import MEASURING, Cost, cost_line
+from engine.methods.preview import MEASURING, Cost, cost_line
 
 
 def _draw(cost: Cost) -> AppTest:
@@ -38,9 +38,9 @@ def test_a_cost_being_measured_says_so_and_names_no_time():
 
 
 def test_both_methods_name_their_own_faster_knobs(digits):
-    from engine.config import RunConfig
+    from engine.core.config import RunConfig
 
-    from engine.runner import preview
+    from engine.runs.runner import preview
 
     for method, knob in (("dpmerf", "epochs"), ("datalens", "teachers")):
         assert knob in preview(RunConfig(method=method, dataset="digits"), digits).cost.faster_with

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import data
-from engine.data import Column, frame_to_tabular, list_datasets, load, tabular_to_frame
-from engine.dataset import split_indices
-from engine.errors import InputError
+from engine.data import catalog as data
+from engine.data.catalog import Column, frame_to_tabular, list_datasets, load, tabular_to_frame
+from engine.data.dataset import split_indices
+from engine.core.errors import InputError
 
 DEBIAN_FASHION = Path("/usr/share/datasets/fashion-mnist")
 HAVE_FASHION = all((DEBIAN_FASHION / f"{s}.gz").is_file() for s in data.IDX_FILES)

@@ -13,12 +13,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import datalens, datalens_accounting, datalens_votes, privacy
-from engine.config import RunConfig
-from engine.datalens_params import DIGITS_MEASURED
-from engine.data import Dataset, load
-from engine.errors import InputError
-from engine.registry import make_params
+from engine.methods.datalens import method as datalens
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.methods.datalens import votes as datalens_votes
+from engine.privacy import accountant as privacy
+from engine.core.config import RunConfig
+from engine.methods.datalens.params import DIGITS_MEASURED
+from engine.data.catalog import Dataset, load
+from engine.core.errors import InputError
+from engine.methods.registry import make_params
 
 torch.set_num_threads(1)
 
@@ -104,8 +107,8 @@ def test_top_agg_adds_noise_on_every_coordinate():
     b = datalens.top_agg(votes, sigma=10.0, beta=0.0)
     assert not torch.equal(a, b)  # fresh, unseeded noise each call
     # every coordinate got noise, so almost every sign is ±1: the noise lives on a public
-    # grid of step γ (engine/noise.py), where an exact 0 has probability ≈ γ/(σ√(2π))
-    from engine.noise import grid
+    # grid of step γ (engine/privacy/noise.py), where an exact 0 has probability ≈ γ/(σ√(2π))
+    from engine.privacy.noise import grid
 
     p_zero = grid(10.0) / (10.0 * math.sqrt(2 * math.pi))
     assert int((a == 0).sum()) <= 2000 * p_zero + 6 * math.sqrt(2000 * p_zero) + 1
@@ -187,7 +190,7 @@ def test_preview_digits_has_hint_and_exact_steps(digits):
 def test_preview_warns_when_delta_is_not_below_one_over_n(digits):
     """δ ≥ 1/n lets a mechanism publish one record outright; both methods' previews say so."""
     enough = {"teachers": 1000, "records_per_teacher": 1}  # no small-data caution
-    from engine.runner import preview
+    from engine.runs.runner import preview
 
     weak = preview(RunConfig(method="datalens", dataset="digits", epsilon=1.0, delta=1e-3,
                              params=enough), digits)
@@ -356,7 +359,7 @@ def test_vote_pool_trains_and_is_validated(digits):
 def test_an_untrained_small_teacher_has_no_opinion():
     """The small teachers' output layer starts at zero, so before any update every input
     gradient, hence every teacher's preference, is exactly zero."""
-    from engine.datalens_nets import MLPTeacherEnsemble
+    from engine.methods.datalens.nets import MLPTeacherEnsemble
 
     teachers = MLPTeacherEnsemble(5, (1, 8, 8), 10, hidden=16)
     x = torch.rand(5, 3, 1, 8, 8, requires_grad=True)
@@ -369,7 +372,7 @@ def test_teachers_see_pixels_shifted_by_the_public_center(teacher):
     """teacher_center is a constant shift of every pixel before the first layer: a centred
     ensemble scores x exactly as the same uncentred ensemble scores x − center, for real
     records, fakes and votes alike (one forward path), and it is on by default."""
-    from engine.datalens_nets import make_teachers
+    from engine.methods.datalens.nets import make_teachers
 
     assert datalens.Params().teacher_center == 0.5
     p = replace(datalens.Params(), teacher=teacher, teacher_hidden=8, teacher_widths=(3, 4, 8))
@@ -392,8 +395,8 @@ def test_a_teacher_step_reads_only_that_teachers_records(teacher):
     loss (real and fake scored apart) — no statistic is shared across records."""
     import torch.nn.functional as F
 
-    from engine.datalens_nets import make_teachers
-    from engine.datalens_step import teacher_update
+    from engine.methods.datalens.nets import make_teachers
+    from engine.methods.datalens.step import teacher_update
 
     p = replace(datalens.Params(), teacher=teacher, teacher_hidden=8, teacher_widths=(3, 4, 8))
     x_real, fake = torch.rand(4, 3, 1, 8, 8), torch.rand(4, 3, 1, 8, 8)
@@ -437,7 +440,7 @@ def test_one_synthetic_record_per_step_trains(digits):
     r = events[-1].result
     assert r.info["synthetic_batch"] == 1 and r.privacy.releases[0].count == r.privacy.steps
     assert r.privacy.steps >= 1 and np.isfinite(r.x).all()
-    from engine.runner import preview
+    from engine.runs.runner import preview
 
     prev = preview(RunConfig(method="datalens", dataset="digits", epsilon=10.0,
                              params={"teachers": digits.n_train, "records_per_teacher": None}), digits)
@@ -448,7 +451,7 @@ def test_class_norm_gives_each_label_its_own_gain_and_shift(digits):
     """With class_norm the student's batch norms look up a gain and shift per class:
     changing class 3's gain moves the class-3 records only (running statistics, so each
     record is normalised alone), and such a student trains end to end."""
-    from engine.datalens_nets import Student
+    from engine.methods.datalens.nets import Student
 
     torch.manual_seed(0)
     student = Student(8, 10, (1, 8, 8), (32, 8), class_norm=True).eval()

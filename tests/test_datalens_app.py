@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from engine import datalens_memory
+from engine.methods.datalens import memory as datalens_memory
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

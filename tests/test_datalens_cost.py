@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from engine import datalens, datalens_memory
-from engine.config import RunConfig
-from engine.data import Dataset, load
-from engine.errors import InputError
-from engine.registry import make_params
-from engine.runner import prepare
+from engine.methods.datalens import method as datalens
+from engine.methods.datalens import memory as datalens_memory
+from engine.core.config import RunConfig
+from engine.data.catalog import Dataset, load
+from engine.core.errors import InputError
+from engine.methods.registry import make_params
+from engine.runs.runner import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,11 +33,11 @@ _MEASURE = textwrap.dedent("""
     import json, threading
     import numpy as np, torch
     torch.set_num_threads(1)
-    from engine import datalens
-    from engine.config import RunConfig
-    from engine.data import Dataset
-    from engine.datalens_memory import memory_bytes
-    from engine.registry import make_params
+    from engine.methods.datalens import method as datalens
+    from engine.core.config import RunConfig
+    from engine.data.catalog import Dataset
+    from engine.methods.datalens.memory import memory_bytes
+    from engine.methods.registry import make_params
     n = 12000
     rng = np.random.default_rng(0)
     x = rng.random((n, 1, 28, 28), dtype=np.float32)
@@ -135,7 +136,7 @@ def test_cli_refuses_with_status_2(tmp_path):
 
 
 def test_preview_states_cost_before_training():
-    from engine.runner import preview
+    from engine.runs.runner import preview
 
     digits = load("digits")
     cfg = RunConfig(method="datalens", dataset="digits", epsilon=10.0)
@@ -152,9 +153,11 @@ def test_preview_states_cost_before_training():
 def test_the_web_server_never_times_datalens_it_asks_the_probe(monkeypatch, tmp_path):
     """time_here=False (the Playground): no teacher step is timed in the server's process;
     the cost says "measuring…" until the probe's timings are in the shared cache."""
-    from engine import cost_cache, cost_probe, datalens_cost
-    from engine.runner import preview
-    from engine.slots import plan
+    from engine.store import cost_cache
+    from engine.runs import cost_probe
+    from engine.methods.datalens import cost as datalens_cost
+    from engine.runs.runner import preview
+    from engine.runs.slots import plan
 
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
     monkeypatch.setattr(datalens_cost, "_TIMINGS", cost_cache.TimedCache("datalens"))  # nothing timed yet

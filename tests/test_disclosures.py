@@ -1,5 +1,5 @@
 """What metrics.json says is not private, and that docs/privacy.md says the same: the
-disclosures list against `engine.runner.disclosures`, and the audit table against the
+disclosures list against `engine.runs.runner.disclosures`, and the audit table against the
 releases a run lists in metrics.json (issue 28)."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import audit, runner
-from engine.config import RunConfig
-from engine.data import load
+from engine.audit import lower_bound as audit
+from engine.runs import runner
+from engine.core.config import RunConfig
+from engine.data.catalog import load
 
 # The privacy statement in full lives in docs/privacy.md (the README points there).
 PRIVACY_DOC = (Path(__file__).resolve().parents[1] / "docs" / "privacy.md").read_text()
@@ -70,7 +71,8 @@ AUDITED_RELEASES = {
 def _release_names(method: str) -> set[str]:
     """The release names a run of `method` writes into metrics.json, read from the plan
     its `train` uses (no training)."""
-    from engine import dpmerf, marginals
+    from engine.methods.dpmerf import method as dpmerf
+    from engine.methods.marginals import method as marginals
 
     cfg = RunConfig(method=method, dataset="breast_cancer", epsilon=1.0)
     if method == "dpmerf":
@@ -87,10 +89,10 @@ def _release_names(method: str) -> set[str]:
         report = marginals._calibrate(cfg, marginals.Params(), load("breast_cancer"))
         return {r.name for r in report.releases}
     if method == "aim":
-        from engine import aim
+        from engine.methods.aim import method as aim
 
         return set(aim.RELEASE_NAMES)
-    from engine import datalens_accounting
+    from engine.methods.datalens import accounting as datalens_accounting
 
     return {datalens_accounting.VOTES}
 

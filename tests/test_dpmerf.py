@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from conftest import TINY_DPMERF
-from engine.config import RunConfig
-from engine.data import Dataset, load
-from engine.device import resolve_device
-from engine.dpmerf import Params, privacy_preview, train
-from engine.errors import InputError
-from engine.registry import make_params
-from engine.runner import execute
+from engine.core.config import RunConfig
+from engine.data.catalog import Dataset, load
+from engine.core.device import resolve_device
+from engine.methods.dpmerf.method import Params, privacy_preview, train
+from engine.core.errors import InputError
+from engine.methods.registry import make_params
+from engine.runs.runner import execute
 
 
 def run(config, data, stop=None):
@@ -25,8 +25,8 @@ def run(config, data, stop=None):
 
 
 def preview(config, data):
-    """The method's figures and its cost keys, as the runner adds them (engine/registry)."""
-    from engine.registry import estimate_cost
+    """The method's figures and its cost keys, as the runner adds them (engine/methods/registry)."""
+    from engine.methods.registry import estimate_cost
 
     params = make_params("dpmerf", data, config.params)
     return {**privacy_preview(config, params, data), **estimate_cost(config, data, params)}
@@ -59,7 +59,7 @@ def test_non_private_run_learns_and_is_flagged(digits):
     _, result = run(config, digits)
     assert result.privacy.epsilon_spent == math.inf
     assert result.privacy.releases[0].sigma == 0
-    from engine.evaluate import fit_and_score
+    from engine.evaluation.utility import fit_and_score
 
     acc = fit_and_score("logreg", result.x, result.y, digits)["accuracy"]
     assert acc > 0.5  # well above chance (0.1) without noise
@@ -94,7 +94,7 @@ def test_unlabelled_variant(digits):
     config = RunConfig(epsilon=2.0, n_synthetic=30, params={**TINY_DPMERF, "labels": "none"})
     _, result = run(config, digits)
     assert (result.y == -1).all() and result.x.shape == (30, 1, 8, 8)
-    from engine.evaluate import full_evaluation
+    from engine.evaluation.utility import full_evaluation
 
     assert "unlabelled" in full_evaluation(result.x, result.y, digits)["note"]
 
@@ -195,8 +195,8 @@ def test_released_record_depends_only_on_its_own_z_and_label(digits):
     generator goes back to training mode afterwards."""
     import torch
 
-    from engine.dpmerf import _to_records
-    from engine.generators import ConvCondGenerator
+    from engine.methods.dpmerf.method import _to_records
+    from engine.methods.dpmerf.generators import ConvCondGenerator
 
     gen = ConvCondGenerator(digits.image_shape, 10, upsample="transposed")
     gen(torch.randn(64, 5), torch.eye(10)[torch.arange(64) % 10])  # give BN running stats
@@ -218,7 +218,7 @@ def test_released_record_depends_only_on_its_own_z_and_label(digits):
 
 
 def test_preview_states_steps_seconds_and_memory(digits):
-    from engine import dpmerf_cost
+    from engine.methods.dpmerf import cost as dpmerf_cost
 
     p = Params.for_data(digits)
     short = preview(RunConfig(epsilon=1.0, params={"epochs": 10}), digits)
@@ -246,8 +246,8 @@ def test_preview_states_steps_seconds_and_memory(digits):
                                              ({"amx_bf16", "amx_tile"}, "bfloat16"),
                                              (set(), "float32")])
 def test_bf16_only_where_the_cpu_has_it(monkeypatch, flags, expected):
-    import engine.device as device
-    from engine.dpmerf import projection_precision
+    import engine.core.device as device
+    from engine.methods.dpmerf.method import projection_precision
 
     monkeypatch.setattr(device, "cpu_flags", lambda: frozenset(flags))
     choice, why = projection_precision("auto", resolve_device("cpu"))
@@ -261,7 +261,7 @@ def test_bf16_only_where_the_cpu_has_it(monkeypatch, flags, expected):
 
 
 def test_the_run_records_which_projection_ran(monkeypatch):
-    import engine.device as device
+    import engine.core.device as device
 
     data = load("digits")
     config = RunConfig(epsilon=1.0, n_synthetic=20,
@@ -276,8 +276,9 @@ def test_the_run_records_which_projection_ran(monkeypatch):
 def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, capsys):
     """prepare() builds the params and the preview once; the cost line and train() reuse
     them (no second preview, no registry round trip inside the method)."""
-    from engine import dpmerf, registry
-    from engine.cli import main
+    from engine.methods.dpmerf import method as dpmerf
+    from engine.methods import registry
+    from engine.cli.commands import main
 
     calls = {"preview": 0, "params": 0}
     real_preview, real_make = dpmerf.privacy_preview, registry.make_params
@@ -291,7 +292,7 @@ def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, 
         return real_make(*args)
 
     monkeypatch.setattr(dpmerf, "privacy_preview", preview_spy)
-    monkeypatch.setattr("engine.runner.make_params", make_spy)
+    monkeypatch.setattr("engine.runs.runner.make_params", make_spy)
     assert main(["train", "--out", str(tmp_path / "r"), "--n-features", "100", "--epochs", "1",
                  "--no-eval", "--device", "cpu"]) == 0
     assert calls == {"preview": 1, "params": 1}
@@ -301,7 +302,7 @@ def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, 
 def test_unlabelled_run_with_cnn_scoring_asked_finishes(tmp_path):
     """Unlabelled synthetic images have no classifier to score, the CNN included: the run
     ends with the note, not with a crash after its budget was spent."""
-    from engine.runner import execute
+    from engine.runs.runner import execute
 
     config = RunConfig(epsilon=2.0, n_synthetic=30, cnn_eval=True,
                        params={**TINY_DPMERF, "labels": "none"})

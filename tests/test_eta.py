@@ -1,12 +1,12 @@
-"""Queue and progress estimates (engine/eta.py): similar runs, queue simulation, smoothing."""
+"""Queue and progress estimates (engine/store/eta.py): similar runs, queue simulation, smoothing."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import eta
-from engine.config import RunConfig
-from engine.records import RunRecord, RunStatus
+from engine.store import eta
+from engine.core.config import RunConfig
+from engine.store.records import RunRecord, RunStatus
 
 
 def _cfg(seed=0, eps=1.0, epochs=5):
@@ -127,7 +127,7 @@ def test_the_live_view_states_each_estimate_with_its_spread():
 
 
 def test_the_live_view_shows_the_cnn_epochs_while_it_scores():
-    """engine/runner.py reports the CNN's epochs as "eval/cnn_*" metrics; the bar counts
+    """engine/runs/runner.py reports the CNN's epochs as "eval/cnn_*" metrics; the bar counts
     both fits (synthetic, then the real reference) at their most epochs."""
     from ui.live_view import _cnn_progress
 

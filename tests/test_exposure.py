@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from engine.config import RunConfig
-from engine.data import load
-from engine.runner import execute
+from engine.core.config import RunConfig
+from engine.data.catalog import load
+from engine.runs.runner import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

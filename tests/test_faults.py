@@ -2,7 +2,7 @@
 writers (threads and processes). The store must stay consistent through all of them.
 
 Real engine runs on digits with tiny DP-MERF settings; the killed process is a separate
-Python running engine.jobs + engine.store exactly as the app's process does.
+Python running engine.jobs.manager + engine.store.runs exactly as the app's process does.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.config import RunConfig
-from engine.jobs import JobManager
-from engine.store import RunStatus, RunStore
+from engine.core.config import RunConfig
+from engine.jobs.manager import JobManager
+from engine.store.runs import RunStatus, RunStore
 
 from conftest import HANG_S
 
@@ -84,9 +84,9 @@ def test_cancel_mid_run_leaves_a_consistent_store(tmp_path):
 
 _SERVER = """
 import sys
-from engine.config import RunConfig
-from engine.jobs import JobManager
-from engine.store import RunStore
+from engine.core.config import RunConfig
+from engine.jobs.manager import JobManager
+from engine.store.runs import RunStore
 if __name__ == "__main__":
     jm = JobManager(RunStore(sys.argv[1]), full_eval=False, torch_threads=1)
     rid = jm.submit(RunConfig(dataset="digits", device="cpu", params=%r))

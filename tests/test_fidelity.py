@@ -1,12 +1,12 @@
-"""engine/fidelity.py against figures computed by hand on a four-record table."""
+"""engine/evaluation/fidelity.py against figures computed by hand on a four-record table."""
 
 import math
 
 import numpy as np
 import pytest
 
-from engine.dataset import Column
-from engine.fidelity import fidelity
+from engine.data.dataset import Column
+from engine.evaluation.fidelity import fidelity
 
 COLS = [Column("a", "num", bounds=(0.0, 4.0)), Column("b", "num", bounds=(-10.0, 10.0)),
         Column("c", "cat", categories=["x", "y"])]

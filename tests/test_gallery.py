@@ -7,11 +7,11 @@ import math
 import pytest
 
 from conftest import TINY_DPMERF
-from engine import gallery
-from engine.cli import main
-from engine.config import RunConfig
-from engine.registry import METHODS, get_method
-from engine.store import RunStore
+from engine.runs import gallery
+from engine.cli.commands import main
+from engine.core.config import RunConfig
+from engine.methods.registry import METHODS, get_method
+from engine.store.runs import RunStore
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""engine/game.py: the membership game's release is the real calibrated mechanism, its
+"""engine/teaching/game.py: the membership game's release is the real calibrated mechanism, its
 optimal attacker reaches the mechanism's curve (and no further) within its
 Clopper–Pearson interval, ε = ∞ is won every round, and the store keeps the rounds."""
 
@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from engine import game, privacy, risk
-from engine.errors import InputError
-from engine.store import RunStore
+from engine.teaching import game
+from engine.privacy import accountant as privacy
+from engine.privacy import risk
+from engine.core.errors import InputError
+from engine.store.runs import RunStore
 
 # Intervals this wide fail by chance about once in a million runs, not one in twenty.
 SURE = 1 - 1e-6

@@ -1,12 +1,13 @@
 """The Learn page's membership game and the Accountant's "What ε means" tab in AppTest:
 rounds are played and stored, the point appears, the words and figures come from
-engine.risk."""
+engine.privacy.risk."""
 
 import math
 
 from apptest import open_app
-from engine import game, risk
-from engine.store import RunStore
+from engine.teaching import game
+from engine.privacy import risk
+from engine.store.runs import RunStore
 
 
 def _learn(runs_root):

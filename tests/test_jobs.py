@@ -1,7 +1,7 @@
 """Job runner: runs train in a worker's processes, never in the caller's; queueing,
 estimates, owner-only control, stop latency, reuse of identical runs, failure paths.
 
-The main path drives the real engine (engine.runner.execute on digits). Scheduling and
+The main path drives the real engine (engine.runs.runner.execute on digits). Scheduling and
 crash handling use a scripted stand-in trainer (tests/job_fakes.py), because what they
 test is the job runner's bookkeeping, not the method.
 """
@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from engine import slots
-from engine.config import RunConfig
-from engine.errors import InputError
-from engine.jobs import JobManager, NotOwner
-from engine.store import RunStatus, RunStore
+from engine.runs import slots
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
+from engine.jobs.manager import JobManager, NotOwner
+from engine.store.runs import RunStatus, RunStore
 from conftest import HANG_S
 from job_fakes import pids, scripted, times
 
@@ -282,10 +282,10 @@ def test_heartbeat_keeps_live_runs_from_being_recovered(jm):
 
 def test_after_a_default_changes_train_trains_anew(jm, monkeypatch):
     """Reuse matches the resolved settings: the same overrides under a new default are a
-    new run (engine/registry.settings_for), not the finished run of the old default."""
+    new run (engine/methods/registry.settings_for), not the finished run of the old default."""
     from dataclasses import replace
 
-    from engine import dpmerf
+    from engine.methods.dpmerf import method as dpmerf
 
     first = jm.request(fake(seed=650))
     assert jm.wait(first.run_id, timeout=60) == RunStatus.FINISHED

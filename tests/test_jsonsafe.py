@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from engine.jsonsafe import jsonable
+from engine.core.jsonsafe import jsonable
 
 
 def test_strict_json_for_run_files():
@@ -22,8 +22,8 @@ def test_every_file_a_run_writes_is_strict_json_even_with_an_undefined_roc_auc(t
     It must be written as null with a reason, and no file may hold a bare NaN/Infinity."""
     import pandas as pd
 
-    from engine.cli import main
-    from engine.jsonsafe import strict_loads
+    from engine.cli.commands import main
+    from engine.core.jsonsafe import strict_loads
 
     rng = np.random.default_rng(0)
     n = 600
@@ -44,7 +44,7 @@ def test_every_file_a_run_writes_is_strict_json_even_with_an_undefined_roc_auc(t
 def test_strict_loads_refuses_the_tokens_python_writes_by_default():
     import pytest
 
-    from engine.jsonsafe import dumps, strict_loads
+    from engine.core.jsonsafe import dumps, strict_loads
 
     with pytest.raises(ValueError):
         strict_loads(json.dumps({"a": float("nan")}))

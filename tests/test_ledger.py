@@ -1,4 +1,4 @@
-"""The privacy budget ledger (engine/ledger.py): totals equal an independent accountant's,
+"""The privacy budget ledger (engine/ledger/budget.py): totals equal an independent accountant's,
 caps refuse before any data is read, nothing un-spends, the CLI lists it as strict JSON."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import torch
 
-from engine import ledger as L
-from engine.cli import main
-from engine.config import RunConfig
-from engine.errors import InputError
-from engine.runner import execute, prepare
-from engine.store import RunStatus, RunStore
+from engine.ledger import budget as L
+from engine.cli.commands import main
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
+from engine.runs.runner import execute, prepare
+from engine.store.runs import RunStatus, RunStore
 
 from conftest import TINY_DPMERF
 
@@ -115,8 +115,8 @@ def test_cap_refuses_before_any_data_is_read(store, monkeypatch, capsys):
     def no_data(*a, **k):
         raise AssertionError("the data was read")
 
-    monkeypatch.setattr("engine.data.load", no_data)
-    monkeypatch.setattr("engine.runner.datasets.load", no_data)
+    monkeypatch.setattr("engine.data.catalog.load", no_data)
+    monkeypatch.setattr("engine.runs.runner.datasets.load", no_data)
     with pytest.raises(InputError, match=r"^Refused before reading the data: digits .* cap of 1.3"):
         prepare(RunConfig(epsilon=1.0), ledger_root=store.root)
     # The command line: exit 2, one line, no traceback.
@@ -124,7 +124,7 @@ def test_cap_refuses_before_any_data_is_read(store, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: Refused before reading the data")
     # The app's submit path refuses before queueing; a small run still fits.
-    from engine.jobs import JobManager
+    from engine.jobs.manager import JobManager
 
     jm = JobManager(store, full_eval=False)
     try:
@@ -217,7 +217,7 @@ def test_a_file_is_identified_by_its_bytes_whatever_its_name(tmp_path):
 
 
 def test_gallery_imports_are_not_charged_to_the_store(store):
-    from engine.gallery import GALLERY_DIR, load_into
+    from engine.runs.gallery import GALLERY_DIR, load_into
 
     if not GALLERY_DIR.is_dir():
         pytest.skip("no gallery in this checkout")

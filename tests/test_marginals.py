@@ -13,12 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine import column_kinds, marginals, privacy
-from engine.config import RunConfig
-from engine.data import load
-from engine.dataset import Column, Dataset
-from engine.errors import InputError
-from engine.registry import make_params
+from engine.data import column_kinds
+from engine.methods.marginals import method as marginals
+from engine.privacy import accountant as privacy
+from engine.core.config import RunConfig
+from engine.data.catalog import load
+from engine.data.dataset import Column, Dataset
+from engine.core.errors import InputError
+from engine.methods.registry import make_params
 
 TOL = 1e-9
 values = st.one_of(st.floats(-1e12, 1e12), st.sampled_from([0.0, 1.0, -1e300, 1e300, math.nan,

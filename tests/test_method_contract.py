@@ -1,5 +1,5 @@
-"""What every registered method must do (engine/registry.py's contract), checked for each
-method in `engine.registry.METHODS`: a method added later is covered without a line here.
+"""What every registered method must do (engine/methods/registry.py's contract), checked for each
+method in `engine.methods.registry.METHODS`: a method added later is covered without a line here.
 
 A tiny run on the first tiny dataset the method accepts: it ends with a TrainResult and
 a PrivacyReport within budget, its noise is the noise accounted; a stop before (or at)
@@ -14,12 +14,12 @@ import threading
 import pytest
 
 from conftest import TINY_DPMERF
-from engine import audit
-from engine.config import RunConfig
-from engine.errors import InputError
-from engine.events import TrainResult
-from engine.privacy import NON_PRIVATE, PrivacyReport, releases_epsilon
-from engine.registry import METHODS, get_method, make_params
+from engine.audit import lower_bound as audit
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
+from engine.methods.events import TrainResult
+from engine.privacy.accountant import NON_PRIVATE, PrivacyReport, releases_epsilon
+from engine.methods.registry import METHODS, get_method, make_params
 
 # Seconds per run on two cores; a method without an entry runs with its defaults.
 TINY = {
@@ -179,5 +179,5 @@ def test_the_preview_announces_the_noise_the_run_reports(setup):
 @pytest.mark.parametrize("method", list(METHODS))
 def test_the_method_has_an_audit_through_its_run_path(method):
     names = audit.METHOD_AUDITS.get(method, ())
-    assert names, f"{method} has no audit (engine/audit.py METHOD_AUDITS)"
+    assert names, f"{method} has no audit (engine/audit/lower_bound.py METHOD_AUDITS)"
     assert all(n in audit.RELEASES for n in names)

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import mutants  # noqa: E402
-from engine import audit  # noqa: E402
-from engine.registry import METHODS  # noqa: E402
+from engine.audit import lower_bound as audit  # noqa: E402
+from engine.methods.registry import METHODS  # noqa: E402
 
 
 @pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=[m.id for m in mutants.MUTANTS])
@@ -32,7 +32,7 @@ def test_the_list_covers_every_method_audit_ledger_and_noise():
                 continue  # AIM's bounds: the dpmerf audit of dp_bounds, and a mutant of its own
             assert f"[{method}: {name}]" in tests, f"no mutant exercises the audit {name!r}"
     paths = {m.path for m in mutants.MUTANTS}
-    assert {"engine/ledger.py", "engine/ledger_math.py", "engine/noise.py"} <= paths
+    assert {"engine/ledger/budget.py", "engine/ledger/charges.py", "engine/privacy/noise.py"} <= paths
     for method in ("dpmerf", "datalens", "marginals", "aim"):
         assert any(m.id.startswith(method) for m in mutants.MUTANTS), method
 

@@ -1,4 +1,4 @@
-"""DP noise as computed (engine/noise.py): the floating-point distinguishing test of the
+"""DP noise as computed (engine/privacy/noise.py): the floating-point distinguishing test of the
 review as a regression test (it finds torch's float32 Box–Muller trace and not ours), the
 sampler's distribution, and the exactness on the public grid that the privacy argument
 rests on. Statistical thresholds are far from the expected values, so a correct sampler
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine import audit, noise
+from engine.audit import lower_bound as audit
+from engine.privacy import noise
 
 torch.set_num_threads(1)
 
@@ -36,7 +37,8 @@ def test_box_muller_trace_is_in_torch_randn_and_not_in_ours(std):
 def _vote_release(sampler, monkeypatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """DataLens's real `top_agg` on integer vote sums with `sampler` as the noise; returns
     the noisy sum it thresholded (recorded), the exact sum, a neighbour's sum, σ."""
-    from engine import datalens, datalens_votes
+    from engine.methods.datalens import method as datalens
+    from engine.methods.datalens import votes as datalens_votes
 
     sigma, drawn = 300.0, []
 
@@ -55,7 +57,7 @@ def _vote_release(sampler, monkeypatch) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 @pytest.mark.parametrize("sampler,caught", [(_torch_randn, True), (noise.gaussian_noise, False)],
-                         ids=["old torch.randn", "engine.noise"])
+                         ids=["old torch.randn", "engine.privacy.noise"])
 def test_floating_point_attack_on_a_real_release(monkeypatch, sampler, caught):
     """The attack itself: guess the exact statistic, look for the sampler's trace in the
     residual. Against the old sampler the right guess shows it and the wrong one does not

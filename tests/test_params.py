@@ -1,4 +1,4 @@
-"""Declarative knobs (engine/params.py): one declaration per field serves validation and
+"""Declarative knobs (engine/methods/knobs.py): one declaration per field serves validation and
 the Playground's widgets, so the two cannot disagree; defaults follow the data's shape."""
 
 import math
@@ -7,12 +7,12 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import pytest
 
-from engine import privacy
-from engine.data import load
-from engine.dataset import Column, Dataset
-from engine.errors import InputError
-from engine.params import check_knobs, knob, knob_specs
-from engine.registry import available_methods, default_params, get_method, make_params
+from engine.privacy import accountant as privacy
+from engine.data.catalog import load
+from engine.data.dataset import Column, Dataset
+from engine.core.errors import InputError
+from engine.methods.knobs import check_knobs, knob, knob_specs
+from engine.methods.registry import available_methods, default_params, get_method, make_params
 from ui.knobs import widgets
 
 
@@ -120,8 +120,8 @@ def _tabular(n, d):
 def test_dpmerf_defaults_fit_an_unseen_dataset(data):
     """A user's NPZ or CSV of a size no built-in has: the derived defaults validate, train
     for a sensible number of generator steps and fit in memory."""
-    from engine import dpmerf_cost
-    from engine.dpmerf import Params
+    from engine.methods.dpmerf import cost as dpmerf_cost
+    from engine.methods.dpmerf.method import Params
 
     p = Params.for_data(data).validate(data)
     steps = math.ceil(p.epochs * data.n_train / p.batch_size)
@@ -132,7 +132,7 @@ def test_dpmerf_defaults_fit_an_unseen_dataset(data):
 
 
 def test_dpmerf_keeps_the_measured_built_in_defaults():
-    from engine.dpmerf import Params
+    from engine.methods.dpmerf.method import Params
 
     digits, cancer = load("digits"), load("breast_cancer")
     assert Params.for_data(digits) == Params(n_features=1_000, epochs=150, batch_size=200,
@@ -154,7 +154,7 @@ def test_registry_defaults_are_the_methods_for_data():
 def test_a_default_that_does_not_fit_the_data_stays_reachable():
     """DataLens's class defaults on a 455-record table: the widget keeps 4,000 teachers
     reachable (Streamlit would fail on a default above its max); validate() explains."""
-    from engine.datalens import Params
+    from engine.methods.datalens.method import Params
 
     cancer = load("breast_cancer")
     teachers = {w.name: w for w in widgets(Params(), cancer)}["teachers"]

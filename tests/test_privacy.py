@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import datalens_accounting
-from engine import privacy as P
-from engine.errors import InputError
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.privacy import accountant as P
+from engine.core.errors import InputError
 
 
 @settings(max_examples=40, deadline=None)

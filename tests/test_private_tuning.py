@@ -1,4 +1,4 @@
-"""Private hyperparameter search (engine/private_tuning.py): its accounting against an
+"""Private hyperparameter search (engine/runs/private_search.py): its accounting against an
 independent implementation of Papernot & Steinke's bounds, the score's sensitivity, OS
 entropy for K and the settings, one released candidate, and a killed search's charge."""
 
@@ -15,12 +15,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ledger as L
-from engine import private_tuning as T
-from engine import privacy as P
-from engine import search_plan as S
-from engine.config import RunConfig
-from engine.errors import InputError
+from engine.ledger import budget as L
+from engine.runs import private_search as T
+from engine.privacy import accountant as P
+from engine.privacy import search_plan as S
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -146,7 +146,7 @@ def _base(csv) -> RunConfig:
 
 
 def test_only_the_best_candidates_outputs_survive(runs_root, csv, tmp_path, monkeypatch):
-    import engine.artifacts as artifacts
+    import engine.runs.artifacts as artifacts
 
     monkeypatch.setattr(T, "draw_k", lambda plan, rng: 4)
     writes = []
@@ -178,7 +178,7 @@ def test_only_the_best_candidates_outputs_survive(runs_root, csv, tmp_path, monk
 
 def test_a_killed_search_stays_charged_for_every_candidate_that_started(runs_root, csv,
                                                                        tmp_path, monkeypatch):
-    from engine import marginals
+    from engine.methods.marginals import method as marginals
 
     monkeypatch.setattr(T, "draw_k", lambda plan, rng: 6)
     started = []
@@ -207,7 +207,7 @@ def test_a_search_is_refused_past_the_cap_before_reading_data(runs_root, csv, tm
     led = L.Ledger(runs_root)
     led.book(_base(csv), run_id="earlier", source="test")
     led.set_cap(L.dataset_id(_base(csv)).key, 2.0)
-    monkeypatch.setattr("engine.data.load", lambda *a, **k: pytest.fail("data read"))
+    monkeypatch.setattr("engine.data.catalog.load", lambda *a, **k: pytest.fail("data read"))
     with pytest.raises(InputError, match="past its cap"):
         T.search(_base(csv), GRID, epsilon=1.5, mean=10, out_dir=tmp_path / "s",
                  ledger_root=runs_root)
@@ -230,9 +230,9 @@ def test_a_search_job_runs_through_the_worker_and_stays_on_the_ledger(runs_root,
                                                                      monkeypatch):
     import threading
 
-    from engine.runner import execute
-    from engine.store import RunStatus, RunStore
-    from engine.scheduling import run
+    from engine.runs.runner import execute
+    from engine.store.runs import RunStatus, RunStore
+    from engine.jobs.scheduling import run
 
     monkeypatch.setattr(T, "draw_k", lambda plan, rng: 3)
     store = RunStore(runs_root)
@@ -254,7 +254,7 @@ def test_a_search_job_runs_through_the_worker_and_stays_on_the_ledger(runs_root,
 
 def test_runs_page_shows_both_epsilons_and_queues_a_private_search(runs_root):
     from apptest import open_app
-    from engine.store import RunStore
+    from engine.store.runs import RunStore
 
     at = open_app()
     at.switch_page("pages/runs.py").run()
@@ -274,7 +274,7 @@ def test_runs_page_shows_both_epsilons_and_queues_a_private_search(runs_root):
     (rec,) = [r for r in store.list_runs() if r.sweep == "pt"]
     assert rec.config.params[S.SPEC]["grid"] == {"lr": [0.003, 0.01, 0.03], "epochs": [2, 4]}
     assert rec.config.epsilon == 2.0
-    from engine.jobs import JobManager
+    from engine.jobs.manager import JobManager
 
     jm = JobManager(store)
     jm.cancel(rec.run_id)

@@ -1,4 +1,4 @@
-"""Runs on a real Ray cluster (engine/ray_backend.py): a local one (`ray.init(num_cpus=2)`)
+"""Runs on a real Ray cluster (engine/jobs/ray_backend.py): a local one (`ray.init(num_cpus=2)`)
 and Ray's own two-node test cluster (`ray.cluster_utils.Cluster`). Tiny runs only: the
 marginals baseline on breast_cancer, DP-MERF on digits for the long runs that are stopped.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import RunConfig
-from engine.jobs import JobManager
-from engine.records import RunStatus
-from engine.store import RunStore
+from engine.core.config import RunConfig
+from engine.jobs.manager import JobManager
+from engine.store.records import RunStatus
+from engine.store.runs import RunStore
 
 ray = pytest.importorskip("ray", reason="ray is not installed (requirements.txt pins it)")
 
@@ -54,10 +54,10 @@ def test_nothing_set_never_imports_ray(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     script = """
 import sys, tempfile
-import engine.jobs, engine.worker, engine.runner, engine.store, engine.cli, ui.common
-from engine.config import RunConfig
-from engine.jobs import JobManager
-from engine.store import RunStore
+import engine.jobs.manager, engine.jobs.worker, engine.runs.runner, engine.store.runs, engine.cli.commands, ui.common
+from engine.core.config import RunConfig
+from engine.jobs.manager import JobManager
+from engine.store.runs import RunStore
 if __name__ == "__main__":
     jm = JobManager(RunStore(tempfile.mkdtemp()), full_eval=False)
     assert jm.settings.ray_address is None
@@ -142,7 +142,7 @@ def test_a_users_csv_trains_where_the_file_never_was(on_ray, tmp_path):
     copy, so the original can be gone before the task starts."""
     from sklearn.datasets import load_breast_cancer
 
-    from engine import ray_backend
+    from engine.jobs import ray_backend
 
     csv = tmp_path / "upload" / "patients.csv"
     csv.parent.mkdir()
@@ -232,11 +232,22 @@ def test_overhead_bench_tiny():
 
 
 def test_cpus_per_run_setting():
-    from engine import ray_backend
-    from engine.errors import InputError
+    from engine.jobs import ray_backend
+    from engine.core.errors import InputError
 
     assert ray_backend.cpus_per_run({}) == 1
     assert ray_backend.cpus_per_run({"DPSYNTH_RAY_CPUS": "4"}) == 4
     for bad in ("0", "two", "-1"):
         with pytest.raises(InputError, match="DPSYNTH_RAY_CPUS"):
             ray_backend.cpus_per_run({"DPSYNTH_RAY_CPUS": bad})
+
+
+def test_the_whole_engine_package_travels_with_a_job():
+    """py_modules ships ENGINE_DIR: the `engine` package itself, not the folder that
+    ray_backend.py happens to live in (a node imports engine.runs.runner, engine.methods…)."""
+    import engine
+    from engine.jobs import ray_backend
+
+    assert ray_backend.ENGINE_DIR == Path(engine.__file__).resolve().parent
+    assert ray_backend.ENGINE_DIR.name == "engine"
+    assert (ray_backend.ENGINE_DIR / "runs" / "runner.py").is_file()

@@ -1,4 +1,4 @@
-"""Each release's noise as computed (engine/audit_noise.py), on repeated releases of a tiny
+"""Each release's noise as computed (engine/audit/noise.py), on repeated releases of a tiny
 dataset through the code a run runs, with the shipped sampler:
 
 - independent across coordinates and rows, with the stated variance: the normalised
@@ -6,7 +6,7 @@ dataset through the code a run runs, with the shipped sampler:
   by every class's histogram has correlation 1);
 - no coordinate released at exactly its true value more often than the rounded Gaussian
   allows (noise skipped on zero or empty cells comes out exact every time);
-- every released value on its public grid (engine/noise.py: a statistic not snapped to
+- every released value on its public grid (engine/privacy/noise.py: a statistic not snapped to
   the grid leaves its low bits in the release).
 
 Thresholds, with T = 4,000 releases: a sample variance has sd √(2/T) = .022, so [.85,
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine import audit_noise
+from engine.audit import noise as audit_noise
 
 torch.set_num_threads(1)
 TRIALS = 4000

@@ -1,4 +1,4 @@
-"""engine/risk.py: the hypothesis-testing bound against closed forms and autodp's f-DP,
+"""engine/privacy/risk.py: the hypothesis-testing bound against closed forms and autodp's f-DP,
 its figures, ε in words, and `python -m engine risk`."""
 
 import json
@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from engine import privacy, risk
-from engine.cli import main
-from engine.errors import InputError
+from engine.privacy import accountant as privacy
+from engine.privacy import risk
+from engine.cli.commands import main
+from engine.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = np.linspace(0, 1, 200_001)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine import dp_bounds
-from engine import features as fx
+from engine.privacy import dp_bounds
+from engine.methods.dpmerf import features as fx
 
 TOL = 1e-5
 finite = st.floats(-1e6, 1e6, allow_nan=False, width=32)

@@ -1,7 +1,7 @@
 """The DataLens vote vector under attack: replace one record of the private set (any
 index, any new value including extremes, any class), recompute every teacher's vote with
 the REAL `partition` and `topk_sto_sign`, and check that the sum of votes for every
-synthetic record moves by at most 2√k in L2 — the sensitivity engine.privacy is told.
+synthetic record moves by at most 2√k in L2 — the sensitivity engine.privacy.accountant is told.
 
 tests/test_datalens.py already checks the bound when one teacher's vote is replaced by an
 arbitrary one; here the record → teacher map comes from the real partition, so a
@@ -16,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from engine import datalens, datalens_accounting, datalens_votes
+from engine.methods.datalens import method as datalens
+from engine.methods.datalens import accounting as datalens_accounting
+from engine.methods.datalens import votes as datalens_votes
 
 TOL = 1e-5
 values = st.one_of(st.floats(-1e6, 1e6, allow_nan=False, width=32),
@@ -96,8 +98,8 @@ def test_votes_on_pixel_blocks_keep_the_2_sqrt_k_bound(pool, batch, data):
     """teacher_votes with vote_pool: one teacher's parameters (its data) changed, every
     other vote identical, and each record's vote sum moves by at most 2√k, where k counts
     blocks (at most d / pool²)."""
-    from engine.datalens_nets import MLPTeacherEnsemble
-    from engine.datalens_step import teacher_votes
+    from engine.methods.datalens.nets import MLPTeacherEnsemble
+    from engine.methods.datalens.step import teacher_votes
 
     voted = 64 // pool ** 2
     k = data.draw(st.integers(1, voted))

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.data import load
-from engine.dataset import split_indices, split_train_test
-from engine.errors import InputError
+from engine.data.catalog import load
+from engine.data.dataset import split_indices, split_train_test
+from engine.core.errors import InputError
 
 
 def _differing_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from engine.config import RunConfig
-from engine.errors import InputError
-from engine.records import RunRecord, headline_key
-from engine.store import TERMINAL, RunStatus, RunStore
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
+from engine.store.records import RunRecord, headline_key
+from engine.store.runs import TERMINAL, RunStatus, RunStore
 
 
 def test_create_list_get_roundtrip(tmp_path):
@@ -104,7 +104,7 @@ def test_rows_of_a_live_owner_stay_active_however_old_their_heartbeat(tmp_path):
     the store (the CLI, a second page): only a dead owner or no owner at all counts."""
     import subprocess
 
-    from engine.processes import process_token
+    from engine.core.processes import process_token
 
     store = RunStore(tmp_path)
     rid = store.create_run(RunConfig())
@@ -196,7 +196,7 @@ def test_stop_request_of_a_running_run_is_left_for_its_worker(tmp_path):
 
 
 def test_find_finished_matches_the_resolved_settings_seed_included(tmp_path):
-    from engine.registry import settings_for
+    from engine.methods.registry import settings_for
 
     def find(**kw):
         cfg = RunConfig(**{"epsilon": 2.0, "seed": 4, "params": {"epochs": 3}, **kw})
@@ -224,8 +224,8 @@ def test_a_changed_default_is_never_answered_by_the_old_run(tmp_path, monkeypatc
     the old default (config.json alone keeps only the overrides, equal in both)."""
     from dataclasses import replace
 
-    from engine import dpmerf
-    from engine.registry import settings_for
+    from engine.methods.dpmerf import method as dpmerf
+    from engine.methods.registry import settings_for
 
     store = RunStore(tmp_path)
     cfg = RunConfig(epsilon=2.0, seed=4)  # defaults only
@@ -265,7 +265,7 @@ def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
     assert row.metrics == {"synthetic/logreg": 0.7, "real/logreg": 0.9}
     assert store.claim_next() is None
     # Stored without resolved settings: never reused (a default may have changed since).
-    from engine.registry import settings_for
+    from engine.methods.registry import settings_for
 
     assert store.find_finished(RunConfig(seed=2), settings_for(RunConfig(seed=2))) is None
     # New runs are written without the old columns and read back the same way.
@@ -275,7 +275,7 @@ def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
 
 
 def test_runs_live_outside_the_checkout_by_default(monkeypatch, tmp_path):
-    from engine.store import default_root
+    from engine.store.runs import default_root
 
     monkeypatch.delenv("DPSYNTH_RUNS", raising=False)
     monkeypatch.delenv("DPSYNTH_HOME", raising=False)

@@ -5,12 +5,12 @@ import math
 
 import pytest
 
-from engine.config import RunConfig
-from engine.dpmerf import Params
-from engine.errors import InputError
-from engine.store import RunStore
-from engine.params import knob_specs
-from engine.tuning import differing_settings, parse_values, settings_label, sweep_configs
+from engine.core.config import RunConfig
+from engine.methods.dpmerf.method import Params
+from engine.core.errors import InputError
+from engine.store.runs import RunStore
+from engine.methods.knobs import knob_specs
+from engine.runs.sweeps import differing_settings, parse_values, settings_label, sweep_configs
 
 
 def cfg(**kw):

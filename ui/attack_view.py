@@ -1,6 +1,6 @@
 """Runs & Compare: membership attacks on one run, drawn inside the run's DP bound.
 
-NOT PRIVATE: the attacks read the run's training records (engine/attack_run.py); what
+NOT PRIVATE: the attacks read the run's training records (engine/audit/membership_run.py); what
 this shows is a diagnostic for the data owner, labelled so, and only the session that
 started the run (or an instructor) can measure it or see what was measured. The measuring runs in a background thread (never on the script thread, and
 the thread never calls st.*); a fragment polls its progress once a second.
@@ -15,8 +15,8 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import attack_run
-from engine.errors import InputError
+from engine.audit import membership_run as attack_run
+from engine.core.errors import InputError
 from ui.common import show_input_error
 
 DIAGNOSTIC = ("Membership attacks — a **non-private diagnostic** for the data owner: "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from engine import risk
+from engine.privacy import risk
 
 # ε on a log scale, plus the non-private reference.
 EPSILON_CHOICES = ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "inf"]
@@ -29,7 +29,7 @@ def format_epsilon(eps: float | None) -> str:
 
 
 def privacy_in_words(eps: float, delta: float) -> str:
-    """(ε, δ) as plain sentences: the best guess of membership (engine.risk.in_words, the
+    """(ε, δ) as plain sentences: the best guess of membership (engine.privacy.risk.in_words, the
     one source every page uses), the odds ratio e^ε and δ as a failure chance."""
     words = risk.in_words(eps, delta)
     lead = f"{words[0].upper()}{words[1:]}."

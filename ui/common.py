@@ -19,12 +19,12 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.errors import InputError
-from engine.config import RunConfig
-from engine.gallery import load_into as load_gallery
-from engine.jobs import JobManager, Submission
-from engine.registry import available_methods
-from engine.store import RunStore, default_root
+from engine.core.errors import InputError
+from engine.core.config import RunConfig
+from engine.runs.gallery import load_into as load_gallery
+from engine.jobs.manager import JobManager, Submission
+from engine.methods.registry import available_methods
+from engine.store.runs import RunStore, default_root
 
 # One colour per registered method, in registry order (DP-MERF blue, DataLens amber, ...),
 # so a new method gets its own colour without an edit here.
@@ -119,7 +119,7 @@ def store() -> RunStore:
 @st.cache_resource(show_spinner="Loading dataset…", max_entries=3)
 def load_dataset(name: str, options_key: tuple = ()):
     """Datasets are read-only once loaded, so one copy is shared by every session."""
-    from engine.data import load
+    from engine.data.catalog import load
 
     return load(name, options=dict(options_key))
 
@@ -127,7 +127,7 @@ def load_dataset(name: str, options_key: tuple = ()):
 @st.cache_data(ttl=60, show_spinner=False)
 def dataset_infos() -> list[dict]:
     """What can be loaded here (file checks only), refreshed each minute."""
-    from engine.data import list_datasets
+    from engine.data.catalog import list_datasets
 
     return list_datasets()
 
@@ -155,7 +155,7 @@ def line_figure(series: dict[str, tuple[list, list]], *, title: str, x_title: st
 
 
 def method_title(name: str) -> str:
-    from engine.registry import get_method
+    from engine.methods.registry import get_method
 
     try:
         return get_method(name).TITLE

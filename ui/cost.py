@@ -1,8 +1,8 @@
 """The Playground's "what will this cost" line: steps, time on this machine, memory.
 
-The figures are the typed preview's `Cost` (engine/preview.py; the web server times
-nothing itself: engine/cost_probe.py times a run's shape in a process of its own);
-`engine.preview.cost_line` formats them, as it does for the CLI, and this module only adds
+The figures are the typed preview's `Cost` (engine/methods/preview.py; the web server times
+nothing itself: engine/runs/cost_probe.py times a run's shape in a process of its own);
+`engine.methods.preview.cost_line` formats them, as it does for the CLI, and this module only adds
 the long-run warning.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.preview import Cost, cost_line, duration
+from engine.methods.preview import Cost, cost_line, duration
 
 LONG_RUN_S = 180.0  # above this a workshop participant should know before pressing Train
 

@@ -1,5 +1,5 @@
 """Runs page: the measured fidelity of a tabular run (metrics.json "fidelity", computed
-by engine/fidelity.py): real vs synthetic histograms per column and the heatmap of
+by engine/evaluation/fidelity.py): real vs synthetic histograms per column and the heatmap of
 |real − synthetic| dependence. Reads and draws only; the figures are NOT private
 (measured on the real training records), as the caption says."""
 

@@ -1,6 +1,6 @@
 """The Learn page's membership game and its room view for instructors.
 
-The release, the optimal attacker and every figure come from engine.game / engine.risk;
+The release, the optimal attacker and every figure come from engine.teaching.game / engine.privacy.risk;
 this module keeps the session's rounds, writes each played round to the run store and
 draws. The secret membership stays in the server's session state until the guess is in.
 """
@@ -12,8 +12,8 @@ import time
 
 import streamlit as st
 
-from engine import game
-from engine.store import RunStore
+from engine.teaching import game
+from engine.store.runs import RunStore
 from ui.choices import format_epsilon
 from ui.risk_view import add_point, epsilon_sentence, tradeoff_figure
 

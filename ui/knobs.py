@@ -1,5 +1,5 @@
 """The Playground's method knobs, read from the method's own declarations
-(engine.params.knob_specs): which to show, their widget bounds and URL names, the
+(engine.methods.knobs.knob_specs): which to show, their widget bounds and URL names, the
 overrides a set of widget values amounts to, and the settings → RunConfig step.
 No Streamlit here, so it is testable; ui/knob_widgets.py draws the widgets.
 """
@@ -10,9 +10,9 @@ import dataclasses
 import math
 from typing import Any
 
-from engine.config import RunConfig, parse_epsilon
-from engine.errors import InputError
-from engine.params import KnobSpec, data_limits, knob_specs
+from engine.core.config import RunConfig, parse_epsilon
+from engine.core.errors import InputError
+from engine.methods.knobs import KnobSpec, data_limits, knob_specs
 
 
 def knob_key(method: str, name: str) -> str:

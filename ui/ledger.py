@@ -1,5 +1,5 @@
 """The privacy ledger where people decide: the Playground's line before Train, and the
-Runs page's budget per dataset and per sweep. Every number comes from engine.ledger
+Runs page's budget per dataset and per sweep. Every number comes from engine.ledger.budget
 (exact composition by the accountant); this module only draws."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 
 import streamlit as st
 
-from engine.config import RunConfig
-from engine.errors import InputError
-from engine.ledger import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
+from engine.core.config import RunConfig
+from engine.core.errors import InputError
+from engine.ledger.budget import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
 from ui.common import runs_root
 
 

@@ -1,10 +1,10 @@
 """Draws one run from its job snapshot (a RunRecord plus curves, samples and estimates,
-engine/jobs.py): queue position and the estimated start and finish while queued, step
+engine/jobs/manager.py): queue position and the estimated start and finish while queued, step
 progress while training, its own "evaluating…" progress at the end, then curves,
 samples and every score the evaluator returned.
 
 Used by the Playground's polling fragment. Reads only; never starts or stops anything.
-Estimates are labelled as such; they come from engine/eta.py, smoothed between polls.
+Estimates are labelled as such; they come from engine/store/eta.py, smoothed between polls.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.jobs import JobSnapshot
-from engine.records import RunStatus, headline_key, real_key
-from engine.render import class_rows, grid_scale
+from engine.jobs.manager import JobSnapshot
+from engine.store.records import RunStatus, headline_key, real_key
+from engine.data.render import class_rows, grid_scale
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_key
 from ui.marginals import marginal_bins
@@ -106,7 +106,7 @@ def _progress(snap: JobSnapshot) -> None:
 
 
 def _cnn_progress(metrics: dict) -> tuple[str, float] | None:
-    """While the CNN scores an image run (engine/runner.py's "eval/cnn_*" progress): what
+    """While the CNN scores an image run (engine/runs/runner.py's "eval/cnn_*" progress): what
     it is doing and the share done, counting every epoch it may run (it often stops early)."""
     epoch, most = metrics.get("eval/cnn_epoch"), metrics.get("eval/cnn_max_epochs")
     if not epoch or not most:
@@ -124,7 +124,7 @@ def _starting(snap: JobSnapshot) -> str:
     if cfg.method == "datalens":
         what = "building the teachers"
         try:
-            from engine.registry import make_params
+            from engine.methods.registry import make_params
 
             p = make_params(cfg.method, load_dataset(cfg.dataset, options_key(
                 cfg.data_options or {})), cfg.params)
@@ -158,7 +158,7 @@ def draw(snap: JobSnapshot, *, owner: str, artifacts: dict) -> None:
     c1, c2, c3 = st.columns(3)
     spent = snap.epsilon_spent
     c1.metric("ε spent", "—" if spent is None else format_epsilon(float(spent)),
-              help="From engine.privacy (autodp); never more than the target.")
+              help="From engine.privacy.accountant (autodp); never more than the target.")
     last_loss = snap.loss_curve[-1][1] if snap.loss_curve else None
     c2.metric("loss", "—" if last_loss is None else f"{last_loss:.4g}")
     c3.metric("accuracy on real test data",

@@ -2,7 +2,7 @@
 
 Each browser gets a random, unguessable id (secrets.token_urlsafe) kept in a long-lived
 first-party cookie; the runs it starts carry that id, and only it (or an instructor) may
-stop or delete them (engine.jobs.may_control). The id is read from the cookie the page
+stop or delete them (engine.jobs.manager.may_control). The id is read from the cookie the page
 request sent (st.context.cookies) and never from the URL, so a shared link carries
 settings, not control. Where the browser sent no cookie (first visit, AppTest) a fresh id
 is made for this session and written to the cookie from the page itself.

@@ -1,4 +1,4 @@
-"""Runs & Compare: queue a private hyperparameter search (engine/private_tuning.py) and
+"""Runs & Compare: queue a private hyperparameter search (engine/runs/private_search.py) and
 see, before queueing, its ε by private selection beside the same search's ε by plain
 composition. Numbers come from the engine; this module only draws."""
 
@@ -8,11 +8,11 @@ import time
 
 import streamlit as st
 
-from engine.config import RunConfig, parse_epsilon
-from engine.errors import InputError
-from engine.search_plan import DISTRIBUTIONS, plan_search, search_config
-from engine.registry import available_methods, default_params
-from engine.tuning import parse_values
+from engine.core.config import RunConfig, parse_epsilon
+from engine.core.errors import InputError
+from engine.privacy.search_plan import DISTRIBUTIONS, plan_search, search_config
+from engine.methods.registry import available_methods, default_params
+from engine.runs.sweeps import parse_values
 from ui.choices import EPSILON_CHOICES, epsilon_label
 from ui.common import dataset_infos, load_dataset, method_title, show_input_error
 from ui.knobs import widgets

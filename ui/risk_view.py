@@ -1,5 +1,5 @@
 """The trade-off chart (TPR against FPR) and the bound's figures, as the Accountant page
-and the membership game draw them. Every number comes from engine.risk / engine.game;
+and the membership game draw them. Every number comes from engine.privacy.risk / engine.teaching.game;
 this module only draws."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import risk
+from engine.privacy import risk
 
 # Dense near FPR 0, where the (ε, δ) bound bends and the small-FPR figures are read.
 _FPR = np.unique(np.concatenate([[0.0], np.logspace(-5, 0, 300), np.linspace(0, 1, 201)]))
@@ -17,7 +17,7 @@ _CURVE_STYLE = {"own": dict(color="#2563eb", width=2.5),
 
 
 def epsilon_sentence(epsilon: float, delta: float) -> str:
-    """engine.risk.in_words as a sentence of its own (capital letter, full stop)."""
+    """engine.privacy.risk.in_words as a sentence of its own (capital letter, full stop)."""
     words = risk.in_words(epsilon, delta)
     return f"{words[:1].upper()}{words[1:]}."
 

@@ -1,5 +1,5 @@
 """Runs & Compare's numbers: the runs table and the privacy–utility lines, from run
-records (engine/records.py) and whichever metrics those runs have.
+records (engine/store/records.py) and whichever metrics those runs have.
 
 Every metric is a reading of released synthetic data against real test records, and the
 "real/…" references train on the real training records: none of them is private.
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.records import RunRecord, RunStatus, real_key
-from engine.tuning import differing_settings, settings_label
+from engine.store.records import RunRecord, RunStatus, real_key
+from engine.runs.sweeps import differing_settings, settings_label
 from ui.choices import format_epsilon
 
 _CLASSIFIERS = {"logreg": "LogReg", "mlp": "MLP", "rf": "RF", "cnn": "CNN"}
@@ -74,7 +74,7 @@ def privacy_utility(records: list[RunRecord], metric: str = "synthetic/logreg"
     """Finished runs → `metric` vs ε per configuration: mean, min and max over seeds.
 
     A configuration is a method plus the settings that differ from its defaults
-    (engine.tuning), so two tunings of one method are two lines, not one averaged blur.
+    (engine.runs.sweeps), so two tunings of one method are two lines, not one averaged blur.
     Non-private runs (ε = ∞) become one reference level per configuration, and the same
     score of the classifier trained on real data (not private) the top reference.
     """

@@ -1,5 +1,5 @@
 """Pieces of Runs & Compare: the privacy–utility chart, sample grids across ε, the
-name/tag editor and the sweep panel. Numbers come from ui.runs_table / engine.tuning."""
+name/tag editor and the sweep panel. Numbers come from ui.runs_table / engine.runs.sweeps."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.config import parse_epsilon
-from engine.errors import InputError
-from engine.registry import available_methods, default_params
-from engine.tuning import differing_settings, parse_values, settings_label, sweep_configs
-from engine.records import RunRecord, RunStatus
+from engine.core.config import parse_epsilon
+from engine.core.errors import InputError
+from engine.methods.registry import available_methods, default_params
+from engine.runs.sweeps import differing_settings, parse_values, settings_label, sweep_configs
+from engine.store.records import RunRecord, RunStatus
 from ui.choices import EPSILON_CHOICES, epsilon_label, format_epsilon
 from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, method_title,
                        show_input_error)

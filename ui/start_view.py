@@ -1,10 +1,10 @@
 """The Playground's answers that need no training: a reused run, and the gallery's run
 for the current settings before Train.
 
-A reuse (engine.jobs.request found a finished run with the same resolved settings and
-seed: every knob after the dataset's defaults, engine/registry.settings_for) is said
+A reuse (engine.jobs.manager.request found a finished run with the same resolved settings and
+seed: every knob after the dataset's defaults, engine/methods/registry.settings_for) is said
 out loud, with a "Train anew" button that asks for a fresh run of the same config
-(`reuse=False`); a fresh run spends privacy budget like any other (engine/ledger.py
+(`reuse=False`); a fresh run spends privacy budget like any other (engine/ledger/budget.py
 checks it before it is queued). Reads and submits only; training happens in the worker.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.errors import InputError
+from engine.core.errors import InputError
 from ui import live_view
 from ui.common import show_input_error
 

@@ -1,0 +1,1 @@
+"""Measured privacy: membership attacks on a run, and the empirical audit of every release."""

@@ -1,0 +1,1 @@
+"""`python -m engine`: one sub-command per module."""

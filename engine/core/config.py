@@ -1,0 +1,107 @@
+"""Run configuration: one frozen dataclass, saved with every run and never edited.
+
+Method-specific knobs live in `params` (a plain dict) and are validated by the method's
+own params dataclass (see `engine.methods.registry`), so the config stays JSON-serialisable and
+one CLI/app form can carry any method.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.core.errors import InputError
+from engine.core.jsonsafe import dumps
+
+# δ above this is no guarantee at all: the mechanism may fail outright that often.
+DELTA_MAX = 0.1
+# Finite ε outside this range is refused: below it no data set can carry the noise, above
+# it the guarantee is meaningless (e^1000) and autodp's root finder cannot calibrate it.
+EPSILON_MIN, EPSILON_MAX = 1e-3, 1e3
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    method: str = "dpmerf"
+    dataset: str = "digits"
+    # Total privacy budget for the whole run; math.inf means "no noise" (non-private
+    # reference), reported as such so the gap to real data can be split in two.
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    # Seeds model initialisation and data splits only. DP noise never uses it.
+    seed: int = 0
+    device: str = "auto"
+    # Number of synthetic records released at the end; None = size of the training set.
+    n_synthetic: int | None = None
+    # Dataset options for user files: path, label column, categorical overrides, bounds.
+    data_options: dict[str, Any] = field(default_factory=dict)
+    # Method knobs, validated by the method's params dataclass.
+    params: dict[str, Any] = field(default_factory=dict)
+    # Also score the synthetic images with a small CNN (slower; images only). Evaluation
+    # reads the released data only, so it costs no privacy.
+    cnn_eval: bool = False
+
+    @property
+    def private(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+    def validate(self) -> "RunConfig":
+        """Check the values that every method shares; raise InputError with the fix."""
+        if not isinstance(self.epsilon, (int, float)):
+            raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {self.epsilon!r}.")
+        parse_epsilon(self.epsilon)
+        d = self.delta
+        if not isinstance(d, (int, float)) or math.isnan(d) or not 0 < d <= DELTA_MAX:
+            raise InputError(f"delta must be a number in (0, {DELTA_MAX:g}], e.g. 1e-5 (larger "
+                             f"delta is no guarantee). Got {d!r}.")
+        if not isinstance(self.cnn_eval, bool):
+            raise InputError(f"cnn_eval must be true or false. Got {self.cnn_eval!r}.")
+        if self.n_synthetic is not None and int(self.n_synthetic) < 1:
+            raise InputError(f"n_synthetic must be at least 1. Got {self.n_synthetic!r}.")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        # JSON has no infinity; keep it readable and round-trippable.
+        d["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
+        return d
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        d = dict(d)
+        d["epsilon"] = parse_epsilon(d.get("epsilon", 1.0))
+        return cls(**d)
+
+
+def parse_epsilon(value: Any) -> float:
+    """Turn user input ('1', 1.5, 'inf') into a float; raise InputError on anything else."""
+    try:
+        eps = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.") from None
+    overflow = math.isinf(eps) and isinstance(value, str) and \
+        value.strip().lower().lstrip("+") not in ("inf", "infinity")
+    if math.isnan(eps) or eps <= 0 or overflow:  # '1e400' is not a request for no privacy
+        raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.")
+    if math.isfinite(eps) and not EPSILON_MIN <= eps <= EPSILON_MAX:
+        raise InputError(f"epsilon must be between {EPSILON_MIN:g} and {EPSILON_MAX:g}, or 'inf' "
+                         f"for a non-private run (beyond {EPSILON_MAX:g} the guarantee means "
+                         f"nothing; below {EPSILON_MIN:g} no data can carry the noise). "
+                         f"Got {value!r}.")
+    return eps
+
+
+def resolved_settings(config: RunConfig, params) -> str:
+    """What a run trains with, as canonical JSON: the config (method, dataset, seed, ε,
+    δ, ...) with `params` the method's every Params field after the dataset's defaults
+    and the overrides (a Params, or the dict a run's metrics.json "info" kept). Reuse
+    matches on this, never on the overrides alone: a run made before a default changed
+    is not handed back for the new default (engine/store/runs.find_finished;
+    engine/methods/registry.settings_for resolves a config on its dataset)."""
+    settings = config.to_dict()
+    settings["params"] = asdict(params) if not isinstance(params, dict) else dict(params)
+    return dumps(settings, sort_keys=True)

@@ -1,0 +1,1 @@
+"""Utility of a synthetic set: classifiers trained on it and tested on real data, fidelity."""

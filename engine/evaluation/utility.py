@@ -1,0 +1,179 @@
+"""Downstream utility: train classifiers on synthetic data, test them on the real test split.
+
+The same classifiers trained on the real training split give the reference row, so a
+user sees how much of the gap is the generator and how much is privacy. Model selection
+never looks at the test set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from engine.data.catalog import Dataset
+
+MODELS = ("logreg", "mlp", "rf")
+
+
+def make_classifier(name: str, seed: int = 0, *, scale: bool = True):
+    """scale=False for pixels already in [0, 1], as the papers' evaluations use them;
+    tabular columns come in mixed units and are standardised first."""
+    def scaled(model):
+        return make_pipeline(StandardScaler(), model) if scale else model
+
+    if name == "logreg":
+        return scaled(LogisticRegression(max_iter=1000))
+    if name == "mlp":
+        # Early stopping holds out part of the *training* (synthetic) data, never the test set.
+        return scaled(MLPClassifier((100,), max_iter=200, early_stopping=True, random_state=seed))
+    if name == "rf":
+        return RandomForestClassifier(n_estimators=100, n_jobs=-1, random_state=seed)
+    raise ValueError(f"unknown classifier {name!r}; choose one of {', '.join(MODELS)}")
+
+
+def design_matrix(x: np.ndarray, data: Dataset) -> np.ndarray:
+    """Classifier inputs: flattened pixels, or numeric columns plus one-hot categories."""
+    if data.kind == "image":
+        return x.reshape(len(x), -1).astype(np.float32)
+    parts = []
+    for j, col in enumerate(data.columns):
+        if col.kind == "num":
+            parts.append(x[:, j:j + 1].astype(np.float64))
+        else:
+            codes = np.clip(x[:, j].astype(int), 0, len(col.categories) - 1)
+            parts.append(np.eye(len(col.categories))[codes])
+    return np.hstack(parts)
+
+
+def _score(model, x_test: np.ndarray, y_test: np.ndarray, n_classes: int, tabular: bool) -> dict:
+    pred = model.predict(x_test)
+    out = {"accuracy": float(accuracy_score(y_test, pred))}
+    if tabular:
+        out["f1_macro"] = float(f1_score(y_test, pred, average="macro"))
+        proba = np.zeros((len(x_test), n_classes))
+        proba[:, model.classes_] = model.predict_proba(x_test)
+        try:
+            if n_classes == 2:
+                out["roc_auc"] = float(roc_auc_score(y_test, proba[:, 1]))
+            else:
+                out["roc_auc"] = float(roc_auc_score(y_test, proba, multi_class="ovr"))
+        except ValueError as exc:  # e.g. a class absent from the test split
+            # Undefined, not a number: null with the reason (strict JSON has no NaN).
+            out["roc_auc"] = None
+            out["roc_auc_undefined"] = f"ROC-AUC is undefined here: {exc}"
+    return out
+
+
+class _Constant:
+    """Stands in for a classifier when the synthetic labels hold a single class."""
+
+    def __init__(self, label: int):
+        self.classes_ = np.array([label])
+
+    def predict(self, x):
+        return np.full(len(x), self.classes_[0])
+
+    def predict_proba(self, x):
+        return np.ones((len(x), 1))
+
+
+def fit_and_score(name: str, x_train, y_train, data: Dataset, *, seed: int = 0,
+                  max_test: int | None = None) -> dict:
+    x_test, y_test = data.x_test, data.y_test
+    if max_test is not None and len(y_test) > max_test:
+        idx = np.random.default_rng(seed).choice(len(y_test), max_test, replace=False)
+        x_test, y_test = x_test[idx], y_test[idx]
+    if len(np.unique(y_train)) < 2:
+        model = _Constant(int(y_train[0]))
+    else:
+        model = make_classifier(name, seed, scale=data.kind != "image")
+        model.fit(design_matrix(x_train, data), y_train)
+    return _score(model, design_matrix(x_test, data), y_test, data.n_classes, data.kind == "tabular")
+
+
+def _subsample(x, y, n: int, seed: int):
+    if len(y) <= n:
+        return x, y
+    idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
+    return x[idx], y[idx]
+
+
+def quick_probe(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *, n: int = 2000,
+                seed: int = 0) -> dict:
+    """Seconds-scale live signal: logistic regression on ≤ n synthetic records, tested on
+    ≤ 2,000 real test records."""
+    if (y_syn < 0).all():
+        return {}
+    x, y = _subsample(x_syn, y_syn, n, seed)
+    return {"probe/logreg": fit_and_score("logreg", x, y, data, seed=seed, max_test=2000)["accuracy"]}
+
+
+_REAL_SCORES: dict[tuple, dict] = {}
+
+
+def _data_key(data: Dataset) -> tuple:
+    """Which training data a real-data reference was fitted on (contents, not identity)."""
+    return (data.name, data.x_train.shape, hash(data.y_train.tobytes()),
+            hash(data.x_train[:64].tobytes()))
+
+
+def real_reference(data: Dataset, models: tuple[str, ...], seed: int = 0) -> dict:
+    """The classifiers trained on the real training split. It does not depend on the run,
+    so it is computed once per (dataset contents, models, seed) in this process."""
+    key = (*_data_key(data), models, seed)
+    if key not in _REAL_SCORES:
+        _REAL_SCORES[key] = {m: fit_and_score(m, data.x_train, data.y_train, data, seed=seed)
+                             for m in models}
+    return _REAL_SCORES[key]
+
+
+def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
+                    models: tuple[str, ...] = MODELS, include_real: bool = True,
+                    seed: int = 0) -> dict:
+    """Train each classifier on the synthetic data and on the real training data, test
+    both on the real test split. Keys: "synthetic/<model>[/<score>]", "real/<model>…"."""
+    if (y_syn < 0).all():
+        return {"note": "unlabelled synthetic data: no downstream classifier"}
+    out: dict = {}
+
+    def put(prefix: str, scores: dict[str, dict]):
+        for model, s in scores.items():
+            out[f"{prefix}/{model}"] = s["accuracy"]
+            for k, v in s.items():
+                if k != "accuracy":
+                    out[f"{prefix}/{model}/{k}"] = v
+
+    put("synthetic", {m: fit_and_score(m, x_syn, y_syn, data, seed=seed) for m in models})
+    if include_real:
+        put("real", real_reference(data, tuple(models), seed))
+    return out
+
+
+_REAL_CNN: dict[tuple, dict] = {}
+
+
+def cnn_scores(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *, include_real: bool = True,
+               seed: int = 0, device: str = "cpu"):
+    """The small CNN trained on the synthetic data, and (once per process, like
+    `real_reference`) on the real training data, both tested on the real test split.
+
+    A generator: yields engine.evaluation.cnn.Epoch progress; `yield from` gives the scores
+    {"synthetic/cnn", "synthetic/cnn/epochs_chosen", "real/cnn"}."""
+    from engine.evaluation.cnn import scored_epochs
+
+    res = yield from scored_epochs(x_syn, y_syn, data.x_test, data.y_test, device=device, seed=seed,
+                                   n_classes=data.n_classes)
+    out = {"synthetic/cnn": res["accuracy"], "synthetic/cnn/epochs_chosen": res["epochs_chosen"]}
+    if include_real:
+        key = (*_data_key(data), seed)
+        if key not in _REAL_CNN:
+            _REAL_CNN[key] = yield from scored_epochs(
+                data.x_train, data.y_train, data.x_test, data.y_test, device=device, seed=seed,
+                n_classes=data.n_classes, fit="real")
+        out["real/cnn"] = _REAL_CNN[key]["accuracy"]
+    return out

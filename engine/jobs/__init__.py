@@ -1,0 +1,1 @@
+"""Many runs: the job manager, worker processes, scheduling, the Ray backend."""

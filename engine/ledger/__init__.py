@@ -1,0 +1,1 @@
+"""The privacy budget across runs: what each run charges and what a dataset has left."""

@@ -1,0 +1,1 @@
+"""AIM: adaptive selection and measurement of marginals."""

@@ -1,0 +1,1 @@
+"""DataLens: teacher discriminators, top-k stochastic sign votes, a student generator."""

@@ -1,0 +1,1 @@
+"""DP-MERF: random-feature mean embeddings released once, a generator trained on them."""

@@ -1,0 +1,133 @@
+"""Method registry: a name maps to a module that provides `Params`, `train` and
+`privacy_preview`. Adding a method is its module plus one line in METHODS; the app, the
+CLI and the tradeoff chart find it from here.
+
+A method module must define
+  - `TITLE`: a human name;
+  - `DATA_KINDS` (optional): the kinds of data it models, e.g. ("image",) or
+    ("tabular",); default both (engine/runs/gallery.py picks its datasets from it);
+  - `Params`: a frozen dataclass whose every field is declared with
+    `engine.methods.knobs.knob(...)` (kind, bounds, choices, help, main/advanced: the Playground
+    draws its widgets from these), with
+      `for_data(dataset) -> Params`: defaults derived from the data's public shape
+      (n_train, kind, image shape, columns), never from its name or values;
+      `validate(dataset) -> Params`: `engine.methods.knobs.check_knobs` plus the checks that
+      depend on the data or on several fields; raises InputError;
+  - `privacy_preview(config, params, data) -> dict`: what the app and CLI show before
+    training (no private data touched). Numbers are drawn as metrics; the optional keys
+    "estimated memory (GB)", "estimated s / iteration", "estimated seconds" are the cost,
+    "refuse" a one-line reason the run cannot start here, "warning" a caution (settings
+    that will not learn; the δ warning is added for every method by engine/methods/preview.py)
+    and "hint" a teaching note. engine/methods/preview.from_method turns it into the typed
+    Preview the page and the CLI read (engine.runs.runner.preview); a method whose cost is
+    timed on this machine may instead name its cost module in COSTS below;
+  - `train(config, params, data, device, stop) -> Iterator[Event]`: `params` are the
+    validated Params from `make_params` (built once per run by engine.runs.runner); yields
+    Events and ends with one whose `result` is an `engine.methods.events.TrainResult`:
+      `privacy`: an `engine.privacy.accountant.PrivacyReport` of the releases as they ran, its ε
+      composed by engine.privacy.accountant (never by the method), ≤ config.epsilon, equal to
+      what `privacy_preview` announced for a run that is not stopped; with ε = ∞ no
+      noise is drawn and ε spent is ∞;
+      `stopped`: True when `stop.is_set()` (checked between steps) ended the run early;
+      the result then holds what was released so far, and no crash;
+      every noise draw goes through `engine.privacy.noise.gaussian_noise`, and every release
+      has an audit in engine/audit/lower_bound.py's METHOD_AUDITS.
+    tests/test_method_contract.py checks this for every method listed here.
+Modules are imported lazily so listing methods stays cheap, and no method imports this
+module (the runner hands it its params).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import fields, replace
+from types import ModuleType
+
+from engine.core.config import resolved_settings
+from engine.core.errors import InputError
+
+METHODS: dict[str, str] = {
+    "dpmerf": "engine.methods.dpmerf.method",
+    "datalens": "engine.methods.datalens.method",
+    "marginals": "engine.methods.marginals.method",
+    "aim": "engine.methods.aim.method",
+}
+
+
+# Methods whose cost is timed by a module of its own: `estimate(config, data, params,
+# device, threads=None, away=None) -> dict` of the cost keys above. Kept apart from the method so
+# the web server can leave the timing to another process (engine/runs/cost_probe.py).
+COSTS: dict[str, str] = {
+    "dpmerf": "engine.methods.dpmerf.cost",
+    "datalens": "engine.methods.datalens.cost",
+}
+
+
+def available_methods() -> list[str]:
+    return [m for m in METHODS if importlib.util.find_spec(METHODS[m]) is not None]
+
+
+def get_method(name: str) -> ModuleType:
+    if name not in available_methods():
+        raise InputError(f"unknown method {name!r}; choose one of {', '.join(available_methods())}.")
+    return importlib.import_module(METHODS[name])
+
+
+def default_params(method: str, dataset):
+    """The method's defaults for this loaded dataset (not validated: a method that does
+    not support the data says so in `validate`)."""
+    return get_method(method).Params.for_data(dataset)
+
+
+def make_params(method: str, dataset, overrides: dict | None = None):
+    """The method's defaults for this dataset, updated with the user's overrides, validated."""
+    params = default_params(method, dataset)
+    known = {f.name for f in fields(params)}
+    unknown = set(overrides or {}) - known
+    if unknown:
+        raise InputError(
+            f"unknown {method} parameter(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(known))}."
+        )
+    return replace(params, **(overrides or {})).validate(dataset)
+
+
+def estimate_cost(config, dataset, params, **timing) -> dict:
+    """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none,
+    and the CNN's scoring time when the run asks for it.
+    `timing`: `threads` and `away`, where not to time (engine/runs/cost_probe.away)."""
+    from engine.core.device import resolve_device
+
+    device = resolve_device(config.device)
+    out = {}
+    if config.method in COSTS:
+        out = importlib.import_module(COSTS[config.method]).estimate(config, dataset, params,
+                                                                     device, **timing)
+    if config.cnn_eval and dataset.kind == "image":
+        out["estimated CNN seconds (at most)"] = _cnn_cost(config, dataset, device, **timing)
+    return out
+
+
+def _cnn_cost(config, dataset, device, **timing) -> float | None:
+    """The CNN's scoring time at most: a fit on the synthetic images and one on the real
+    training split (the reference; engine/evaluation/utility.cnn_scores), every epoch."""
+    from engine.evaluation.cnn import estimate_seconds
+
+    shape, k = dataset.x_train.shape[1:], dataset.n_classes
+    fits = [estimate_seconds(n, shape, k, device=device, **timing)
+            for n in (config.n_synthetic or dataset.n_train, dataset.n_train)]
+    return None if None in fits else sum(fits)
+
+
+def settings_for(config) -> str | None:
+    """`resolved_settings` of `config` on its dataset (loaded here); None when they
+    cannot be resolved (a private search job, or settings the run itself will refuse):
+    such a request is never answered with an older run."""
+    from engine.data import catalog as datasets
+
+    try:  # a private search's params (engine/privacy/search_plan.SPEC) are no method's: None
+        data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
+        return resolved_settings(config, make_params(config.method, data, config.params))
+    except InputError:
+        return None

@@ -1,0 +1,1 @@
+"""Privacy accounting and noise: the accountant, zCDP, the Gaussian noise, private bounds, risk figures."""

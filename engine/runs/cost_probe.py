@@ -1,0 +1,117 @@
+"""Cost timings away from the web server: `request(config)` starts a short-lived process
+that times the run's shape and leaves the rates in the shared cache (engine/store/cost_cache.py).
+
+The web server never trains, and timing a few generator steps is training: so the
+Playground's preview asks for the cost with `time_here=False` (engine/runs/runner.preview),
+reads a cached figure when there is one, and otherwise says "measuring…" while this
+module's process times it. The process runs like a trainer (engine/jobs/worker.py): niced,
+with the torch threads a trainer slot gets (engine/runs/slots.py), so it times what the run
+will meet. It loads the data the run would (the same loader), but the timing reads no
+record (engine/methods/dpmerf/cost.py), so it costs no privacy.
+
+    python -m engine.runs.cost_probe '<RunConfig JSON>'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import engine
+from engine.core.config import RunConfig
+
+RETRY_S = 30.0  # a key is not probed again sooner than this, even if its timing went stale
+PROBE_NICE = 5  # as engine/jobs/scheduling.TRAINER_NICE: pages first
+
+# The module the probe's process runs (`python -m`): this one, wherever it lives.
+MODULE = __name__ if __name__ != "__main__" else __spec__.name
+ROOT = Path(engine.__file__).resolve().parent.parent  # the folder that holds `engine`
+
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_started: dict[object, tuple[float, subprocess.Popen]] = {}
+
+
+def away(config: RunConfig) -> dict:
+    """The web server's timing arguments for engine/methods/registry.estimate_cost: the threads
+    a trainer slot gets, and `away(cache, key)`, which reads the cached rates (stale
+    ones too: better than none while the new ones come) and, when none is fresh, asks
+    for a probe of `config`: once per preview, however many keys it reads (a DataLens
+    preview reads the teachers', the student's and the CNN's), since one probe process
+    times all of them."""
+    from engine.runs.slots import plan
+
+    asked = []
+
+    def lookup(cache, key):
+        rates, fresh = cache.peek(key)
+        if not fresh and not asked:
+            asked.append(request(key, config))
+        return rates
+    return {"threads": plan().threads, "away": lookup}
+
+
+def request(key: object, config: RunConfig) -> bool:
+    """Start timing `config`'s cost in a process of its own, unless one for `key` runs
+    or ran less than RETRY_S ago. True when a process was started."""
+    with _lock:
+        last = _started.get(key)
+        if last is not None and (last[1].poll() is None or time.time() - last[0] < RETRY_S):
+            return False
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as out:  # a probe that fails says why here, not in /dev/null
+            proc = subprocess.Popen([sys.executable, "-m", MODULE, config.to_json()],
+                                    cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                    start_new_session=True)
+        threading.Thread(target=_watch, args=(proc, path), daemon=True).start()
+        _started[key] = (time.time(), proc)
+        return True
+
+
+def log_path() -> Path:
+    """The probes' output (stdout and stderr), beside the timings they leave."""
+    from engine.store.cost_cache import timings_dir
+
+    return timings_dir() / "cost_probe.log"
+
+
+def _watch(proc: subprocess.Popen, path: Path) -> None:
+    """Say so in the server's log when a probe fails: its timing will not come, and the
+    preview would otherwise say "measuring…" until the next retry fails the same way."""
+    if proc.wait() != 0:
+        log.warning("cost probe %s exited with %s; its output is in %s", proc.args[2],
+                    proc.returncode, path)
+
+
+def measure(config: RunConfig) -> dict:
+    """Time `config`'s cost here (this process is the trainer's stand-in); the rates land
+    in the shared cache. Returns the cost keys."""
+    from engine.data import catalog as datasets
+    from engine.methods.registry import estimate_cost, make_params
+
+    data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
+    params = make_params(config.method, data, config.params)
+    return estimate_cost(config, data, params)
+
+
+def main(argv: list[str]) -> int:
+    import json
+
+    import torch
+
+    from engine.runs.slots import plan
+
+    os.nice(PROBE_NICE)
+    torch.set_num_threads(plan().threads)  # what a trainer slot gets
+    measure(RunConfig.from_dict(json.loads(argv[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

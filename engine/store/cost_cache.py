@@ -1,0 +1,168 @@
+"""Cost previews you can trust: timed rates that go stale, corrected by finished runs.
+
+A preview's seconds come from a short timing on this machine (engine/methods/dpmerf/cost.py,
+engine/methods/datalens/cost.py). Two things made that figure wrong on a busy day, and this
+module fixes both:
+- a timing taken once was kept for the life of the process: `TimedCache` re-times a
+  shape when its timing is older than MAX_AGE_S or the machine's load average moved by
+  more than LOAD_CHANGE per core since;
+- a short timing misses what a real run meets (other runs beside it, the allocator,
+  evaluation-free overheads): `correct` scales the timed figure by the median measured /
+  timed ratio of the newest finished runs of the same method on the same dataset in this
+  store (metrics.json "seconds": the trainer writes both), and says which it used:
+  "from 3 finished runs" or "timed now, no finished run yet".
+A cache with a name is also kept on disk (`timings_dir`), so a timing taken in one process
+serves another: the web server never times training itself (engine/runs/cost_probe.py times
+in a process of its own and the page reads the result from here).
+Only durations are read (no record, no statistic of the data), so none of it costs privacy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+MAX_AGE_S = 300.0  # a timing older than this is taken again
+LOAD_CHANGE = 0.5  # per core: a load-average move this large re-times
+NEWEST = 5  # finished runs a correction is taken over
+TIMED_KEY = "estimated seconds (timed now)"
+BASIS_KEY = "estimate basis"
+
+
+def _clock() -> float:  # tests monkeypatch these two, never sleep
+    return time.time()
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
+def _cores() -> int:
+    from engine.core.processes import cores
+
+    return cores()
+
+
+_STORES: dict[Any, Any] = {}
+
+
+def timings_dir() -> Path:
+    """Where named caches keep their timings: beside this user's run store."""
+    from engine.store.runs import default_root
+
+    return default_root() / "cost-timings"
+
+
+class TimedCache:
+    """Results of timings by key, re-taken when old or when the load changed a lot.
+    With a `name`, every timing is also written to a JSON file under `timings_dir()`
+    (values must then be JSON), and a key this process has not timed is read from there."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self._d: dict[Any, tuple[Any, float, float]] = {}
+
+    def _path(self, key: Any) -> Path:
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+        return timings_dir() / f"{self.name}-{digest}.json"
+
+    def _hit(self, key: Any) -> tuple[Any, float, float] | None:
+        hit = self._d.get(key)
+        if self.name is None:
+            return hit
+        try:
+            saved = json.loads(self._path(key).read_text())
+            disk = (saved["value"], float(saved["time"]), float(saved["load"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return hit
+        return disk if hit is None or disk[1] > hit[1] else hit
+
+    def peek(self, key: Any) -> tuple[Any, bool]:
+        """(the newest timing of `key` or None, whether it is fresh); never times."""
+        hit = self._hit(key)
+        if hit is None:
+            return None, False
+        fresh = _clock() - hit[1] < MAX_AGE_S and abs(_load() - hit[2]) < LOAD_CHANGE * _cores()
+        return hit[0], fresh
+
+    def fresh(self, key: Any) -> bool:
+        return self.peek(key)[1]
+
+    def get(self, key: Any, compute: Callable[[], Any]) -> Any:
+        value, fresh = self.peek(key)
+        if not fresh:
+            value = compute()
+            self.put(key, value)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        entry = (value, _clock(), _load())
+        self._d[key] = entry
+        if self.name is not None:  # written whole, then renamed: readers never see half
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": repr(key), "value": value, "time": entry[1],
+                                       "load": entry[2]}))
+            tmp.replace(path)
+
+    def clear(self) -> None:
+        """Forget every timing of this cache, on disk too: the next `get` times again."""
+        self._d.clear()
+        if self.name is not None:
+            for path in timings_dir().glob(f"{self.name}-*.json"):
+                path.unlink(missing_ok=True)
+
+
+def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
+    """measured / timed training seconds of the newest finished runs of `method` on
+    `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
+    try:
+        if store is None:
+            from engine.store.runs import RunStore, default_root
+
+            root = default_root()
+            if not (root / "runs.db").exists():  # no store yet: nothing finished
+                return []
+            store = _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
+        out: list[float] = []
+        for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
+            try:
+                secs = json.loads((store.artifact_dir(rec.run_id) / "metrics.json")
+                                  .read_text()).get("seconds", {})
+            except (OSError, ValueError):
+                continue
+            timed, train = secs.get("timed"), secs.get("train")
+            if isinstance(timed, (int, float)) and isinstance(train, (int, float)) and timed > 0:
+                out.append(float(train) / float(timed))
+            if len(out) >= NEWEST:
+                break
+        return out
+    except Exception:  # a store we cannot read: no correction, and the basis says so
+        return []
+
+
+def correct(cost: dict[str, Any], method: str, dataset: str, store=None) -> dict[str, Any]:
+    """`cost` with "estimated seconds" corrected from finished runs, the timed figure kept
+    under TIMED_KEY and the basis under BASIS_KEY."""
+    if "estimated seconds" not in cost:
+        return cost
+    timed = float(cost["estimated seconds"])
+    ratios = finished_ratios(method, dataset, store)
+    out = dict(cost)
+    out[TIMED_KEY] = timed
+    if ratios:
+        out["estimated seconds"] = timed * statistics.median(ratios)
+        n = len(ratios)
+        out[BASIS_KEY] = f"timed now, corrected from {n} finished run{'s' if n > 1 else ''}"
+    else:
+        out[BASIS_KEY] = "timed now, no finished run yet"
+    return out

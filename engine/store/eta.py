@@ -1,0 +1,221 @@
+"""Estimates for the queue and the live view: when a queued run should start and end, and
+how long a running one has left.
+
+Every figure here is an estimate, and the pages say so. Sources, best first: the run's
+own step rate while it trains; otherwise the median measured duration of the newest
+finished runs with the same config except the seed, else the same config except seed,
+ε and δ. Without either there is no estimate (None), never a made-up number.
+
+Three rules keep the figures trustworthy on a busy day:
+- order: only the running runs' time left is smoothed between polls; queued runs' start
+  and finish follow from it by simulating the queue, so position k never starts later
+  than position k + 1;
+- overdue: a run past its usual duration is expected to need at least `OVERDUE` of the
+  time it has taken so far, so its estimate grows instead of sitting at "about 1 s";
+- error: every figure carries "± x", half the range of the measured durations it was
+  taken from (None from a single measured run), accumulated along the queue.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from engine.store.records import RunRecord, RunStatus
+
+# Config keys that barely change a run's duration, dropped in turn to find similar runs.
+_LOOSER = (("seed",), ("seed", "epsilon", "delta"))
+_NEWEST = 5  # finished runs a median is taken over
+SMOOTHING = 0.2  # weight of a new finish estimate against the previous (per poll)
+OVERDUE = 0.25  # an overdue run still needs at least this share of the time it has taken
+
+
+@dataclass(frozen=True)
+class Typical:
+    """Measured seconds of similar finished runs (None: nothing similar measured)."""
+
+    train_s: float | None = None
+    eval_s: float | None = None
+    spread_s: float | None = None  # half the range of the total durations used (≥ 2 runs)
+
+    @property
+    def total_s(self) -> float | None:
+        return None if self.train_s is None else self.train_s + (self.eval_s or 0.0)
+
+
+def typical(timings: list[dict[str, Any]], config: dict[str, Any]) -> Typical:
+    """Median train and evaluation seconds of the runs in `timings` (newest first, as
+    `RunStore.finished_timings` gives them) most similar to `config`."""
+    for drop in _LOOSER:
+        same = [t for t in timings if _without(t["config"], drop) == _without(config, drop)]
+        if same:
+            same = same[:_NEWEST]
+            evals = [t["eval_s"] for t in same if t["eval_s"] is not None]
+            totals = [t["train_s"] + (t["eval_s"] or 0.0) for t in same]
+            return Typical(statistics.median(t["train_s"] for t in same),
+                           statistics.median(evals) if evals else None,
+                           (max(totals) - min(totals)) / 2 if len(totals) > 1 else None)
+    return Typical()
+
+
+def _without(config: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k not in keys}
+
+
+def remaining_s(rec: RunRecord, usual: Typical, now: float | None = None) -> float | None:
+    """Seconds until the run ends: its whole usual duration while queued, its own step
+    rate while training (plus the usual evaluation), the usual evaluation time less what
+    has passed while evaluating."""
+    now = time.time() if now is None else now
+    if rec.status == RunStatus.QUEUED:
+        return usual.total_s
+    if rec.status != RunStatus.RUNNING:
+        return 0.0
+    if rec.phase == "evaluate" and rec.eval_started is not None:
+        if usual.eval_s is None:
+            return None
+        return left_of(usual.eval_s, now - rec.eval_started)
+    step, total, started = rec.step, rec.total, rec.started
+    if started is not None and step > 0 and total:
+        train_left = (now - started) / step * max(0, total - step)
+    elif started is not None and usual.train_s is not None:
+        train_left = left_of(usual.train_s, now - started)
+    else:
+        return None
+    return train_left + (usual.eval_s or 0.0)
+
+
+def left_of(usual_s: float, elapsed_s: float) -> float:
+    """Seconds left of something that usually takes `usual_s` and has run `elapsed_s`:
+    the usual rest, but never under OVERDUE × elapsed (an overdue run's estimate grows
+    with its elapsed time instead of sitting near zero)."""
+    elapsed_s = max(0.0, elapsed_s)
+    return max(usual_s - elapsed_s, OVERDUE * elapsed_s)
+
+
+def error_of(usual: Typical, left_s: float | None) -> float | None:
+    """± seconds of a running run's time left: the usual spread, in proportion to the
+    share of the run still to come."""
+    if left_s is None or usual.spread_s is None or not usual.total_s:
+        return None
+    return usual.spread_s * min(1.0, left_s / usual.total_s)
+
+
+def about(seconds: float | None, error_s: float | None = None) -> str:
+    """"about 40 s ± 10 s" ("" without an estimate)."""
+    if seconds is None:
+        return ""
+    text = f"about {duration(seconds)}"
+    return text + (f" ± {duration(error_s)}" if error_s is not None and error_s >= 0.5 else "")
+
+
+def duration(s: float) -> str:
+    """12 → '12 s', 125 → '2 min 05 s', 7300 → '2 h 01 min': every duration the app and
+    the CLI print (queue estimates here, the cost preview in engine/methods/preview.py)."""
+    s = max(0.0, float(s))
+    if s < 90:
+        return f"{s:.0f} s"
+    m, sec = divmod(round(s), 60)
+    return f"{m} min {sec:02d} s" if m < 60 else f"{m // 60} h {m % 60:02d} min"
+
+
+def evaluation_progress(rec: RunRecord, usual: Typical,
+                        now: float | None = None) -> tuple[float, float | None]:
+    """(seconds spent evaluating, fraction done by the usual duration or None)."""
+    now = time.time() if now is None else now
+    spent = max(0.0, now - (rec.eval_started or now))
+    if usual.eval_s is None or usual.eval_s <= 0:
+        return spent, None
+    return spent, min(0.99, spent / usual.eval_s)  # never "done" before it is
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a run stands: queue position (1 = next; None when running) and seconds
+    from now until it should start and end (None: no estimate)."""
+
+    position: int | None
+    start_in_s: float | None
+    finish_in_s: float | None
+    start_error_s: float | None = None  # ± seconds (None: not known)
+    finish_error_s: float | None = None
+
+
+def _rss(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else math.hypot(a, b)
+
+
+def queue_plan(active: list[RunRecord], *, slots_per_device: int,
+               remaining: Callable[[RunRecord], float | None],
+               duration: Callable[[RunRecord], float | None],
+               error: Callable[[RunRecord], float | None] = lambda r: None,
+               spread: Callable[[RunRecord], float | None] = lambda r: None,
+               ) -> dict[str, Slot]:
+    """Simulate each device's FIFO queue: runs start as slots free up, so starts never
+    decrease along the queue.
+
+    `active` are QUEUED and RUNNING runs in queue order; `remaining(rec)` is a running
+    run's time left and `error(rec)` its ±; `duration(rec)` a queued run's whole usual
+    duration and `spread(rec)` its ±. Errors add in quadrature along a slot's chain."""
+    plan: dict[str, Slot] = {}
+    by_device: dict[str, list[RunRecord]] = {}
+    for rec in active:
+        by_device.setdefault(rec.device, []).append(rec)
+    for recs in by_device.values():
+        free: list[float | None] = []  # when each slot frees up (None: unknown)
+        err: list[float | None] = []  # ... and the ± of that
+        for rec in recs:
+            if rec.status == RunStatus.RUNNING:
+                left = remaining(rec)
+                e = error(rec) if left is not None else None
+                free.append(left)
+                err.append(e)
+                plan[rec.run_id] = Slot(None, 0.0, left, None, e)
+        free += [0.0] * max(0, slots_per_device - len(free))
+        err += [0.0] * max(0, len(free) - len(err))
+        position = 0
+        for rec in recs:
+            if rec.status != RunStatus.QUEUED:
+                continue
+            position += 1
+            known = [i for i, t in enumerate(free) if t is not None]
+            # The earliest slot with a known end; unknown ends make "no estimate".
+            i = min(known, key=free.__getitem__) if known else 0
+            start = free[i] if known else None
+            dur = duration(rec)
+            finish = None if start is None or dur is None else start + dur
+            start_err = err[i] if known else None
+            finish_err = _rss(start_err, spread(rec)) if finish is not None else None
+            plan[rec.run_id] = Slot(position, start, finish, start_err, finish_err)
+            free[i], err[i] = finish, finish_err
+    return plan
+
+
+class Smoother:
+    """Keeps each run's predicted finish time steady between polls: a new estimate moves
+    the shown one only part of the way, so "s left" counts down instead of jumping."""
+
+    def __init__(self, weight: float = SMOOTHING) -> None:
+        self.weight = weight
+        self._at: dict[tuple[str, str], float] = {}
+
+    def __call__(self, run_id: str, kind: str, left_s: float | None,
+                 now: float | None = None) -> float | None:
+        """Smoothed seconds left of `kind` ("finish", "start", "eval") for `run_id`."""
+        now = time.time() if now is None else now
+        key = (run_id, kind)
+        if left_s is None:
+            self._at.pop(key, None)
+            return None
+        new_at = now + left_s
+        old_at = self._at.get(key)
+        at = new_at if old_at is None else old_at + self.weight * (new_at - old_at)
+        self._at[key] = at
+        return max(0.0, at - now)
+
+    def forget(self, run_id: str) -> None:
+        for key in [k for k in self._at if k[0] == run_id]:
+            del self._at[key]

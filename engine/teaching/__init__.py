@@ -1,0 +1,1 @@
+"""The Learn page's live demos and the membership game."""
