@@ -200,7 +200,7 @@ def test_bad_runs_through_the_job_manager_are_never_finished(files, tmp_path):
             assert re.search(match, row.message) and "Traceback" not in row.message, row
             assert set(jm.store.artifacts(rid)) <= {"config.json"}, name
         # Invalid configs never even reach the store.
-        with pytest.raises(InputError):
+        with pytest.raises(InputError, match=r"epsilon must be a number > 0"):
             jm.submit(RunConfig(epsilon=-1.0))
         assert len(jm.store.list_runs()) == len(ids)
         assert not jm.store.list_runs(status="finished")

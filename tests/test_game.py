@@ -74,7 +74,7 @@ def test_a_point_above_the_bound_is_flagged():
 
 
 def test_bad_epsilon_is_an_input_error():
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match=r"epsilon must be > 0"):
         game.Game(0.0)
 
 

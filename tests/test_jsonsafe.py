@@ -46,7 +46,7 @@ def test_strict_loads_refuses_the_tokens_python_writes_by_default():
 
     from engine.core.jsonsafe import dumps, strict_loads
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-standard JSON token 'NaN'"):
         strict_loads(json.dumps({"a": float("nan")}))
     assert strict_loads(dumps({"a": float("nan"), "b": np.array([1.0, np.inf])})) == {
         "a": "nan", "b": [1.0, "inf"]}

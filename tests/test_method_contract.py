@@ -140,6 +140,9 @@ def test_a_stop_at_the_first_event_ends_the_run_cleanly(setup):
     events = _run(config, params, data, stop_at_first_event=True)
     result = _result(events)
     assert result.privacy.epsilon_spent <= EPSILON
+    # It ends at once: at most its last samples and the "done" event after the stop (a
+    # method that ignores stop trains on, event after event).
+    assert len(events) <= 3, [(e.phase, e.step) for e in events]
     if not result.stopped:  # only a run with nothing left after its first event may finish
         assert events[-1].step == events[-1].total
 

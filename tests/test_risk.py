@@ -132,12 +132,15 @@ def test_epsilon_in_words():
     assert "every time" in risk.in_words(math.inf, 1e-5)
 
 
-@pytest.mark.parametrize("call", [lambda: risk.for_epsilon(-1, 0), lambda: risk.for_epsilon(1, 1),
-                                  lambda: risk.for_gaussian(-0.5), lambda: risk.for_report({}),
-                                  lambda: risk.for_epsilon(1, 0).tpr([0.5, 1.5]),
-                                  lambda: risk.summary(risk.for_epsilon(1, 0), prior=0)])
-def test_bad_input_is_an_input_error(call):
-    with pytest.raises(InputError):
+@pytest.mark.parametrize("call,match", [
+    (lambda: risk.for_epsilon(-1, 0), r"epsilon must be a number >= 0"),
+    (lambda: risk.for_epsilon(1, 1), r"delta must be in \[0, 1\)"),
+    (lambda: risk.for_gaussian(-0.5), r"mu must be a number >= 0"),
+    (lambda: risk.for_report({}), r"no privacy report"),
+    (lambda: risk.for_epsilon(1, 0).tpr([0.5, 1.5]), r"false-positive rate must be in \[0, 1\]"),
+    (lambda: risk.summary(risk.for_epsilon(1, 0), prior=0), r"prior must be in \(0, 1\)")])
+def test_bad_input_is_an_input_error(call, match):
+    with pytest.raises(InputError, match=match):
         call()
 
 
