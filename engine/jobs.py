@@ -148,8 +148,20 @@ class JobManager:
         # before the data is read (resolving the settings below loads it).
         from engine.ledger import Ledger
 
-        Ledger(self.store.root).check(config, pending=[
-            r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
+        ledger = Ledger(self.store.root)
+        pending = [r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED]
+        try:
+            ledger.check(config, pending=pending)
+        except InputError:
+            # Past the cap, a finished run with the same settings is still handed back: it
+            # releases nothing new and costs nothing. Finding it resolves the settings,
+            # which reads the data on this server (no release, no charge), so the refusal
+            # then says "before training", not "before reading the data".
+            found = self.reusable(config) if reuse else None
+            if found is not None:
+                return Submission(found, True)
+            ledger.check(config, pending=pending, head="Refused before training (no finished "
+                                                      "run with these settings to reuse)")
         settings = settings_for(config)  # reuse matches the resolved settings, not overrides
         if reuse:
             found = self.store.find_finished(config, settings)
@@ -182,6 +194,19 @@ class JobManager:
         if self._owned(run_id, session=session, instructor=instructor, verb="delete"):
             self.store.delete_run(run_id)
             self._curves.pop(run_id, None)
+
+    def set_label(self, run_id: str, *, name: str = "", tags=(), session: str | None = None,
+                  instructor: bool = False) -> None:
+        """Name and tag a run (owner or instructor only)."""
+        if self._owned(run_id, session=session, instructor=instructor, verb="rename or tag"):
+            self.store.set_label(run_id, name=name, tags=tags)
+
+    def set_shared(self, run_id: str, shared: bool, *, session: str | None = None,
+                   instructor: bool = False) -> None:
+        """Share a run's synthetic-data scores with everyone (owner or instructor only;
+        engine/visibility.py)."""
+        if self._owned(run_id, session=session, instructor=instructor, verb="share"):
+            self.store.set_shared(run_id, shared)
 
     def may_control(self, run_id: str, *, session: str | None, instructor: bool) -> bool:
         rec = self.store.get_run(run_id)

@@ -194,6 +194,11 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
             con.execute("DELETE FROM runs WHERE id=?", (run_id,))
             con.commit()
         shutil.rmtree(self.artifact_dir(run_id), ignore_errors=True)
+        # Its uploaded file goes with the last run that uses it (engine/uploads.py).
+        from engine import uploads
+
+        uploads.forget_if_unused(self.root, (rec.config.data_options or {}).get("path"),
+                                 (r.config for r in self.list_runs()))
 
     # ------------------------------------------------------------------- reads
     def get_run(self, run_id: str) -> RunRecord | None:
