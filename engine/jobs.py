@@ -157,7 +157,9 @@ class JobManager:
             # releases nothing new and costs nothing. Finding it resolves the settings,
             # which reads the data on this server (no release, no charge), so the refusal
             # then says "before training", not "before reading the data".
-            found = self.reusable(config) if reuse else None
+            if not reuse:
+                raise
+            found = self.reusable(config)
             if found is not None:
                 return Submission(found, True)
             ledger.check(config, pending=pending, head="Refused before training (no finished "
