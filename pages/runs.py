@@ -226,5 +226,6 @@ sweep_panel(jm)
 st.subheader("Private tuning")
 private_search_panel(jm)  # only the best of K random candidates is released
 
+# Budget spent per dataset and per sweep; an upload is named to its participants only.
 ledger_section(instructor=jm.instructor,
-               mine={r.run_id for r in runs if r.session == jm.session})  # budget spent per dataset and per sweep
+               mine={r.run_id for r in runs if r.session == jm.session})

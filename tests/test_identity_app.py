@@ -123,3 +123,51 @@ def test_another_participant_sees_no_real_data_of_an_upload(runs_root):
     bob.run()  # now Bob sees the synthetic-data score, still not the real-data one
     texts = "\n".join(_texts(bob))
     assert "0.61" in texts and "0.93" not in texts and FILE not in texts
+
+
+def _sidebar_script():
+    """The sidebar's identity part alone (app.py runs it before every page)."""
+    import streamlit as st
+
+    from ui.participant import instructor, instructor_box, remember
+
+    remember()
+    instructor_box()
+    st.caption("instructor mode" if instructor() else "participant")
+
+
+def test_instructor_passphrase_wrong_says_so_right_signs_a_cookie(runs_root, monkeypatch):
+    monkeypatch.delenv("DPSYNTH_INSTRUCTOR", raising=False)
+    monkeypatch.setenv("DPSYNTH_INSTRUCTOR_KEY", "owl-lantern-42")
+    at = AppTest.from_function(_sidebar_script, default_timeout=60)
+    at.session_state["owner_session"] = PID
+    at.run()
+    at.text_input(key="instructor_key").input("owl").run()
+    assert [e.value for e in at.error] == ["Wrong passphrase: instructor mode is off."]
+    assert [c.value for c in at.caption] == ["participant"]
+    at.text_input(key="instructor_key").input("owl-lantern-42").run()
+    assert not at.error and [c.value for c in at.caption] == ["instructor mode"]
+    token = at.session_state["_instructor_token"]
+    assert identity.instructor_token_valid(runs_root, token, "owl-lantern-42")
+    # The cookie carrying it is written by one script; the passphrase appears nowhere.
+    texts = _texts(at)
+    assert [t for t in texts if f"dpsynth_instructor={token}" in t]
+    assert not [t for t in texts if "owl-lantern-42" in t]
+    at.button(key="instructor_leave").click().run()
+    assert [c.value for c in at.caption] == ["participant"]
+    assert [t for t in _texts(at) if "dpsynth_instructor=; path=/; max-age=0" in t]
+
+
+def test_an_instructor_setting_a_cap_below_the_spent_budget_is_told(runs_root, monkeypatch):
+    from engine.ledger import Ledger
+
+    monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")
+    led = Ledger(runs_root)
+    for s in range(2):
+        led.book(RunConfig(epsilon=1.0, seed=s), run_id=f"r{s}", source="test")
+    at = _session(PID)
+    at.switch_page("pages/runs.py").run()
+    at.number_input(key="ledger_cap_eps").set_value(1.0)
+    next(b for b in at.button if b.label == "Set cap").click().run()
+    assert led.datasets()[0]["cap"] == 1.0
+    assert any(w.value.startswith("The cap 1 is below what digits") for w in at.warning)
