@@ -148,22 +148,19 @@ class JobManager:
         # before the data is read (resolving the settings below loads it).
         from engine.ledger import Ledger
 
-        ledger = Ledger(self.store.root)
-        pending = [r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED]
         try:
-            ledger.check(config, pending=pending)
+            Ledger(self.store.root).check(config, pending=[
+                r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
         except InputError:
-            # Past the cap, a finished run with the same settings is still handed back: it
-            # releases nothing new and costs nothing. Finding it resolves the settings,
-            # which reads the data on this server (no release, no charge), so the refusal
-            # then says "before training", not "before reading the data".
-            if not reuse:
+            # Past the cap, a finished run asked for with exactly this config is still
+            # handed back: it releases nothing new and costs nothing. It is looked up by
+            # its config alone (no data read), so "Refused before reading the data" stays
+            # true; a run with the same resolved settings but another spelling of them
+            # would need the data to be found, and is not looked for past the cap.
+            found = self.store.find_same_config(config) if reuse else None
+            if found is None:
                 raise
-            found = self.reusable(config)
-            if found is not None:
-                return Submission(found, True)
-            ledger.check(config, pending=pending, head="Refused before training (no finished "
-                                                      "run with these settings to reuse)")
+            return Submission(found, True)
         settings = settings_for(config)  # reuse matches the resolved settings, not overrides
         if reuse:
             found = self.store.find_finished(config, settings)
@@ -173,6 +170,11 @@ class JobManager:
                                        device=_device_key(config), settings=settings)
         self._ensure_worker()
         return Submission(run_id, False)
+
+    def reusable_past_cap(self, config: RunConfig) -> str | None:
+        """The finished run `request(config)` hands back even past the dataset's cap
+        (same config; found without reading data)."""
+        return self.store.find_same_config(config)
 
     def reusable(self, config: RunConfig) -> str | None:
         """The finished run `request(config)` would hand back, if any."""

@@ -116,13 +116,9 @@ class Forecast:
 
     @property
     def refused(self) -> str | None:
-        return self.refusal("Refused before reading the data")
-
-    def refusal(self, head: str) -> str | None:
-        """The refusal past the cap, opened by `head` (what happened before it)."""
         if self.cap is None or self.after <= self.cap * (1 + 1e-9):
             return None
-        return (f"{head}: {self.dataset.label} has spent "
+        return (f"Refused before reading the data: {self.dataset.label} has spent "
                 f"ε = {epsilon_words(self.spent)} over {self.runs} run(s) and this run would "
                 f"bring it to ε = {epsilon_words(self.after)} (at δ = {self.delta:g}), past "
                 f"its cap of {self.cap:g} set by the data owner.")
@@ -185,13 +181,12 @@ class Ledger:
         with closing(self._con()) as con:
             return self._forecast(con, ds, more)
 
-    def check(self, config: RunConfig, *, pending: Iterable[RunConfig] = (),
-              head: str = "Refused before reading the data") -> None:
+    def check(self, config: RunConfig, *, pending: Iterable[RunConfig] = ()) -> None:
         """Refuse (InputError, one line) a run that would take its dataset past its cap.
         Reads the file's bytes for its fingerprint only; loads no data."""
         f = self.forecast(config, pending=pending)
-        if f is not None and f.refusal(head):
-            raise InputError(f.refusal(head))
+        if f is not None and f.refused:
+            raise InputError(f.refused)
 
     def over_cap(self, key: str) -> str | None:
         """A sentence when `key`'s cap is below what it has already spent (set that way
@@ -202,7 +197,7 @@ class Ledger:
                 return (f"The cap {d['cap']:g} is below what {d['label']} has already spent "
                         f"(ε = {epsilon_words(d['epsilon'])} at δ = {d['delta']:g}): every new "
                         "run on it is refused from now on. Train still hands back a finished "
-                        "run with exactly the same settings, at no cost.")
+                        "run asked for with exactly the same settings, at no cost.")
         return None
 
     def datasets(self) -> list[dict[str, Any]]:

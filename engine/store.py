@@ -248,6 +248,24 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
              settings)).fetchone()
         return row["id"] if row else None
 
+    def find_same_config(self, config: RunConfig) -> str | None:
+        """The newest FINISHED run asked for with exactly this config (same JSON: dataset,
+        file path, ε, δ, seed, every knob given), found without reading any data. Only
+        where the data behind the config cannot have changed: a built-in dataset, or an
+        upload (its file name carries a hash of its bytes, engine/uploads.py)."""
+        from engine import uploads
+        from engine.ledger import FILE_DATASETS
+
+        path = (config.data_options or {}).get("path")
+        if config.dataset in FILE_DATASETS and not uploads.is_upload(self.root, path):
+            return None
+        row = self._con().execute(
+            "SELECT id FROM runs WHERE status=? AND method=? AND dataset=? AND seed=? "
+            "AND config=? AND settings IS NOT NULL ORDER BY ended DESC LIMIT 1",
+            (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed),
+             config.to_json())).fetchone()
+        return row["id"] if row else None
+
     def artifacts(self, run_id: str) -> dict[str, Path]:
         """Existing artifact files of a run by name."""
         d = self.artifact_dir(run_id)

@@ -264,7 +264,7 @@ with settings:
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
             # The dataset's ledger and its cap; past the cap, an identical finished run
             # is still handed back at no cost (JobManager.request).
-            refuse = refuse or budget_line(config, reusable=lambda: jobs().reusable(config))
+            refuse = refuse or budget_line(config, reusable=lambda: jobs().reusable_past_cap(config))
 
     if "pg_run" not in st.session_state:  # a new session (reload, new tab): show my run again
         st.session_state["pg_run"] = jobs().latest_run()

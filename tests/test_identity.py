@@ -196,7 +196,7 @@ TINY = RunConfig(method="dpmerf", dataset="digits", epsilon=1.0, device="cpu",
                  params={"n_features": 500, "epochs": 1})
 
 
-def test_a_cap_below_the_spent_budget_says_so_and_still_reuses_finished_runs(jm):
+def test_a_cap_below_the_spent_budget_says_so_and_still_reuses_finished_runs(jm, monkeypatch):
     led = Ledger(jm.store.root)
     led.book(TINY, run_id="earlier", source="test")  # ε = 1 spent on digits
     rid = jm.store.create_run(TINY, session="p-alice", settings=settings_for(TINY))
@@ -205,14 +205,31 @@ def test_a_cap_below_the_spent_budget_says_so_and_still_reuses_finished_runs(jm)
     led.set_cap("digits", 0.5)
     note = led.over_cap("digits")
     assert note.startswith("The cap 0.5 is below what digits") and "ε = 1" in note
-    # The identical finished run comes back at no cost, for anyone.
-    sub = jm.request(TINY, session="p-bob")
-    assert sub == (rid, True)
+
+    def no_data(*a, **k):
+        raise AssertionError("the data was read")
+
+    monkeypatch.setattr("engine.data.load", no_data)
+    # The identical finished run comes back at no cost, for anyone, without reading data.
+    assert jm.reusable_past_cap(TINY) == rid
+    assert jm.request(TINY, session="p-bob") == (rid, True)
     assert len(led.datasets()[0]["runs"]) == 1  # nothing charged
-    # A different run is refused, and the message does not claim the data was unread.
-    with pytest.raises(InputError, match=r"^Refused before training \(no finished run with "
-                                         r"these settings to reuse\): digits"):
+    # Any other run is refused, before the data is read (as the message says).
+    with pytest.raises(InputError, match=r"^Refused before reading the data: digits"):
         jm.request(RunConfig(**{**TINY.__dict__, "seed": 7}), session="p-bob")
-    # Without reuse the old, exact wording stands: nothing was read.
     with pytest.raises(InputError, match=r"^Refused before reading the data"):
         jm.request(TINY, session="p-bob", reuse=False)
+    assert not jm.store.active_runs()
+
+
+def test_reuse_past_a_cap_needs_data_that_cannot_have_changed(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    loose = tmp_path / "loose.csv"  # a file outside the uploads: its bytes may change
+    loose.write_text("a,y\n1,0\n")
+    up = uploads.save(store.root, "p-alice", "d.csv", b"a,y\n1,0\n")
+    for path, expect_found in ((loose, False), (up, True)):
+        cfg = RunConfig(dataset="csv", device="cpu", data_options={"path": str(path),
+                                                                  "label": "y"})
+        rid = store.create_run(cfg, session="p-alice", settings="{}")
+        store.finish(rid, RunStatus.FINISHED, message="finished")
+        assert (store.find_same_config(cfg) == rid) is expect_found
