@@ -20,19 +20,16 @@ nav = st.navigation([
 ])
 
 with st.sidebar:
-    import os
-
     from ui.common import instructor, jobs, runs_root, session_id
-    from ui.participant import remember, tag
+    from ui.participant import alias, instructor_box, remember
 
-    remember()  # the participant id survives a reload (cookie)
+    remember()  # the participant (and instructor) cookies survive a reload
 
     active = jobs().active()
     st.caption(f"{len(active)} run(s) queued or training" if active else "No run training.")
-    st.caption(f"Runs are kept in `{runs_root()}`. You are participant `{tag(session_id())}`"
+    # The alias names this browser; the cookie and the owner key are never shown.
+    st.caption(f"Runs are kept in `{runs_root()}`. You are participant `{alias(session_id())}`"
                + (" · instructor mode" if instructor() else ""))
-    if os.environ.get("DPSYNTH_INSTRUCTOR_KEY"):
-        st.text_input("Instructor passphrase", type="password", key="instructor_key",
-                      help="Lets this session stop or delete anyone's runs.")
+    instructor_box()
 
 nav.run()

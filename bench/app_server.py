@@ -59,10 +59,12 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def serve(runs: Path, *, timeout: float = 120.0) -> Iterator[str]:
-    """`with serve(folder) as url:` the app's address while the block runs."""
+def serve(runs: Path, *, timeout: float = 120.0, env: dict | None = None) -> Iterator[str]:
+    """`with serve(folder) as url:` the app's address while the block runs (`env`: extra
+    environment variables for the server, e.g. DPSYNTH_INSTRUCTOR_KEY)."""
     port = free_port()
-    proc = start_server(runs, port, timeout=timeout)
+    proc = start_server(runs, port, timeout=timeout,
+                        env=None if env is None else {**os.environ, **env})
     try:
         yield f"http://localhost:{port}"
     finally:

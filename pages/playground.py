@@ -7,12 +7,11 @@ a second from a fragment, so the page stays responsive.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import replace
 
 import streamlit as st
 
+from engine.store import uploads
 from engine.core.errors import InputError
 from engine.methods.registry import available_methods, default_params, get_method
 from engine.runs.runner import preview as preview_run
@@ -20,8 +19,8 @@ from engine.store.records import RunStatus
 from engine.data.render import class_rows, grid_scale
 from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
-from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
-                       method_title, options_key, session_tmp_dir, show_input_error)
+from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset, method_title,
+                       options_key, runs_root, session_id, show_input_error)
 from ui.cost import draw_cost
 from ui.knob_widgets import knob_widget
 from ui.knobs import changed_params, config_from_settings, knob_key, widgets
@@ -46,20 +45,26 @@ def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) 
 
 
 def _upload(kind: str) -> dict | None:
-    """Save the user's file in this session's temporary folder; returns data options."""
-    up = st.file_uploader(f"Your .{kind} file", type=[kind], key=f"pg_upload_{kind}",
-                          help="Kept in a temporary folder for this session only.")
+    """Keep the user's file in their own folder of the run store (engine/store/uploads.py: it
+    outlives this tab, so attacks and reruns of its runs keep working); returns data
+    options."""
+    up = st.file_uploader(
+        f"Your .{kind} file (at most {uploads.MAX_UPLOAD_MB} MB)", type=[kind],
+        key=f"pg_upload_{kind}", max_upload_size=uploads.MAX_UPLOAD_MB,
+        help="Kept on this server in a folder of your own, shown to you and the instructor "
+             "only, until you delete it (below) or delete every run that uses it.")
+    _my_uploads()
     if up is None:
         st.info("CSV: one header row, a label column, numeric or categorical features. "
                 if kind == "csv" else
                 "NPZ: arrays x (n, h, w) or (n, c, h, w), uint8 or floats in [0, 1], and y "
                 "(integer labels).")
         return None
-    content = up.getvalue()
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", up.name)[-60:]
-    path = session_tmp_dir() / f"{hashlib.sha256(content).hexdigest()[:12]}-{safe}"
-    if not path.exists():
-        path.write_bytes(content)
+    try:
+        path = uploads.save(runs_root(), session_id(), up.name, up.getvalue())
+    except InputError as e:
+        show_input_error(e)
+        return None
     if kind == "npz":
         classes = st.text_input("Public class labels (optional)", key="pg_npz_classes",
                                 placeholder="0, 1, 2",
@@ -111,6 +116,30 @@ def _upload(kind: str) -> dict | None:
     if schema.strip():
         opts["schema"] = schema
     return opts
+
+
+def _delete_upload(path: str) -> None:
+    try:
+        uploads.delete(runs_root(), session_id(), path)
+    except InputError as e:
+        st.session_state["pg_upload_msg"] = str(e)
+
+
+def _my_uploads() -> None:
+    """This participant's kept files, each with a Delete button."""
+    files = uploads.files_of(runs_root(), session_id())
+    if msg := st.session_state.pop("pg_upload_msg", None):
+        st.error(msg, icon="⚠️")
+    if not files:
+        return
+    with st.expander(f"Your uploaded files on this server ({len(files)})"):
+        st.caption("Runs that use a deleted file keep their synthetic data, but can no "
+                   "longer be attacked or rerun.")
+        for i, f in enumerate(files):
+            a, b = st.columns([4, 1])
+            a.markdown(f"`{uploads.display_name(f)}` · {f.stat().st_size / 1024:.0f} KB")
+            b.button("Delete", key=f"pg_upload_del_{i}", on_click=_delete_upload,
+                     args=(str(f),))
 
 
 def _load(name: str, options: dict | None):
@@ -233,7 +262,9 @@ with settings:
                 if not isinstance(v, (int, float)):
                     st.caption(f"{k}: {v}")
             st.caption(f"{data.n_train:,} training records · {data.n_classes} classes")
-            refuse = refuse or budget_line(config)  # the dataset's ledger, and its cap
+            # The dataset's ledger and its cap; past the cap, an identical finished run
+            # is still handed back at no cost (JobManager.request).
+            refuse = refuse or budget_line(config, reusable=lambda: jobs().reusable_past_cap(config))
 
     if "pg_run" not in st.session_state:  # a new session (reload, new tab): show my run again
         st.session_state["pg_run"] = jobs().latest_run()

@@ -10,11 +10,13 @@ import math
 
 import streamlit as st
 
+from engine.jobs import visibility
 from engine.audit import membership_run as attack_run
 from engine.store import eta
 from engine.core.errors import InputError
 from engine.runs.gallery import SWEEP as GALLERY_SWEEP
 from engine.store.records import RunStatus, real_key
+from engine.jobs.visibility import on_private_records
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
 from ui.attack_view import attack_section
@@ -58,7 +60,18 @@ def queue_strip() -> None:
 
 queue_strip()
 
-runs = store.list_runs()
+
+def _share(rid: str) -> None:
+    try:
+        jm.set_shared(rid, bool(st.session_state[f"runs_share_{rid}"]))
+    except InputError as e:
+        show_input_error(e)
+
+
+# Each run as this viewer may see it: another participant's upload shows its DP outputs
+# only (engine/jobs/visibility.py), unless its owner shares the synthetic-data scores.
+shared = store.shared_runs()
+runs = [jm.visible(r, shared) for r in store.list_runs()]
 labels = store.labels()
 c1, c2, c3, c4 = st.columns(4)
 f_method = c1.multiselect("Method", sorted({r.method for r in runs}), key="runs_f_method")
@@ -95,10 +108,11 @@ else:
 
 ids = [r.run_id for r in shown]
 by_id = {r.run_id: r for r in runs}
-# The user's own latest runs; the gallery's are compared across ε further down.
+# The user's own latest runs only (never another participant's); the gallery's are
+# compared across ε further down.
 default_pick = [r.run_id for r in shown if r.status == RunStatus.FINISHED
-                and r.sweep != GALLERY_SWEEP][:2]
-picked = st.multiselect("Pick runs to compare, download or delete", ids,
+                and r.sweep != GALLERY_SWEEP and r.session == jm.session][:2]
+picked = st.multiselect("Pick runs to compare or download", ids,
                         default=default_pick, key="runs_pick",
                         format_func=lambda i: f"{i} · {by_id[i].method} · "
                                               f"{by_id[i].dataset} · ε="
@@ -112,7 +126,13 @@ if picked:
         with cols[i]:
             st.markdown(f"**{method_title(r.method)}** · {r.dataset} · "
                         f"ε = {format_epsilon(r.epsilon)} · seed {r.seed}")
-            label_editor(store, rid, labels.get(rid, {}))
+            label_editor(jm, rid, labels.get(rid, {}), allowed=jm.may_control(rid))
+            if jm.may_control(rid) and on_private_records(r.config):
+                st.toggle("share scores with the room", value=rid in shared,
+                          key=f"runs_share_{rid}", on_change=_share, args=(rid,),
+                          help="Lets other participants see this run's synthetic-data "
+                               "scores (measured on your real test records, not private). "
+                               "Fidelity, real-data scores and the file stay yours.")
             st.caption(r.status.value + (f" — {r.message}" if r.message and
                                          r.message != r.status.value else ""))
             if "samples.png" in art:
@@ -126,8 +146,12 @@ if picked:
                                ("synthetic.csv", "text/csv"), ("samples.png", "image/png"),
                                ("config.json", "application/json"),
                                ("metrics.json", "application/json")):
-                if name in art:
-                    st.download_button(f"⬇ {name}", art[name].read_bytes(), file_name=
+                body = (visibility.artifact_bytes(name, art[name].read_bytes(), r,
+                                                  session=jm.session, instructor=jm.instructor,
+                                                  shared=rid in shared)
+                        if name in art else None)
+                if body is not None:
+                    st.download_button(f"⬇ {name}", body, file_name=
                                        f"{rid}-{name}", mime=mime, key=f"dl_{rid}_{name}",
                                        use_container_width=True)
     hist = {rid: store.metric_history(rid) for rid in picked}
@@ -145,20 +169,29 @@ if picked:
         with b:
             st.plotly_chart(line_figure({k: v for k, v in eps.items() if v}, title="ε spent",
                                         x_title="step", y_title="ε"), key="runs_eps")
-    with st.popover(f"Delete {len(picked)} picked run(s)"):
-        st.write("This removes the runs and their files for good.")
-        if st.button("Delete", type="primary", key="runs_delete"):
-            try:
-                for rid in picked:  # owner-only: jobs() is this session's view
-                    jm.delete(rid)
-            except InputError as e:
-                show_input_error(e)
-            else:
-                st.session_state.pop("runs_pick", None)
-                st.rerun()
+    deletable = [rid for rid in picked if jm.may_control(rid)]
+    if deletable:
+        with st.popover("Delete runs…"):
+            # Nothing is pre-selected: a deletion is always chosen run by run.
+            doomed = st.multiselect("Runs to delete (yours)", deletable, default=[],
+                                    key="runs_delete_pick")
+            st.write("This removes the runs and their files for good (an uploaded file "
+                     "goes with the last run that uses it).")
+            if st.button("Delete", type="primary", key="runs_delete", disabled=not doomed):
+                try:
+                    for rid in doomed:  # owner-only: jobs() is this session's view
+                        jm.delete(rid)
+                except InputError as e:
+                    show_input_error(e)
+                else:
+                    st.session_state.pop("runs_pick", None)
+                    st.session_state.pop("runs_delete_pick", None)
+                    st.rerun()
 
 st.subheader("Fidelity (tabular runs)")
-fidelity_section(store, [r for r in shown if r.status == RunStatus.FINISHED])
+# Fidelity is measured on the real records without noise: the owner's and instructor's.
+fidelity_section(store, [r for r in shown if r.status == RunStatus.FINISHED
+                         and jm.may_see_real(r)])
 
 st.subheader("Membership attacks")
 attackable = [r.run_id for r in shown if r.status == RunStatus.FINISHED
@@ -195,4 +228,6 @@ sweep_panel(jm)
 st.subheader("Private tuning")
 private_search_panel(jm)  # only the best of K random candidates is released
 
-ledger_section(instructor=jm.instructor)  # budget spent per dataset and per sweep
+# Budget spent per dataset and per sweep; an upload is named to its participants only.
+ledger_section(instructor=jm.instructor,
+               mine={r.run_id for r in runs if r.session == jm.session})

@@ -1,7 +1,7 @@
 """Exposure: what the app shows and keeps, and to whom.
 
 - the server binds to localhost unless the user opts in (.streamlit/config.toml);
-- uploads live in a per-session temporary folder that is removed with the session;
+- uploads live in their owner's folder of the run store, outliving the tab (issue 43);
 - sample views and artifacts hold generator output only: no synthetic record equals a
   training record;
 - every view of real records is labelled as real data, not private.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import re
-import tempfile
 import threading
 import tomllib
 from pathlib import Path
@@ -40,27 +39,33 @@ def _csv_bytes() -> bytes:
     return ("a,b,label\n" + "\n".join(rows) + "\n").encode()
 
 
-def test_uploads_live_in_a_per_session_temp_folder_that_is_removed(runs_root):
+def test_uploads_live_in_the_owners_folder_of_the_store_and_outlive_the_session(runs_root):
+    from engine.core import identity
+    from engine.store import uploads
+
     folders = []
-    for _ in range(2):  # two sessions
+    for _ in range(2):  # two sessions, two participants
         at = AppTest.from_file(APP, default_timeout=60)
         at.query_params["dataset"] = "csv"
         at.run()
         at.file_uploader[0].set_value(("mine.csv", _csv_bytes(), "text/csv")).run()
         assert not at.exception and not at.error
-        d = Path(at.session_state["_upload_dir"])
-        files = list(d.iterdir())
+        owner = identity.owner_key(runs_root, at.session_state["owner_session"])
+        files = uploads.files_of(runs_root, owner)
         assert len(files) == 1 and files[0].read_bytes() == _csv_bytes()
-        assert d.name.startswith("dpsynth-upload-")
-        assert d.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+        d = files[0].parent
+        assert d.resolve().is_relative_to((runs_root / "uploads").resolve())
         assert not d.resolve().is_relative_to(ROOT.resolve())  # never in the repo
-        assert not runs_root.exists() or not any(runs_root.rglob("mine.csv"))
-        folders.append(d)
+        # The folder name is neither the cookie nor the owner key.
+        assert at.session_state["owner_session"] not in str(d) and owner not in str(d)
+        assert oct(d.stat().st_mode & 0o777) == oct(0o700)
+        folders.append(files[0])
         del at, files
-    assert folders[0] != folders[1]  # one folder per session
+    assert folders[0].parent != folders[1].parent  # one folder per participant
     gc.collect()
-    # The session objects are gone: their folders were removed with them.
-    assert not any(f.exists() for f in folders), [str(f) for f in folders if f.exists()]
+    # The sessions are gone; their files stay for the runs that may use them (attacks,
+    # reruns) until the owner deletes them or their last run (tests/test_identity.py).
+    assert all(f.exists() for f in folders)
 
 
 def test_synthetic_outputs_contain_no_training_record(tmp_path):

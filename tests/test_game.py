@@ -92,7 +92,11 @@ def test_store_keeps_rounds_per_epsilon_and_the_room_sees_every_session(tmp_path
     rows = store.game_rounds(epsilon=1.0)
     assert len(rows) == 24 and len(store.game_rounds(epsilon=None)) == 1
     view = game.room(rows)
-    assert [p["player"] for p in view["players"]] == ["Ada", "s2"]
+    # A player without a name is "anonymous <tag>", never their stored session key.
+    assert [p["player"] for p in view["players"]] == ["Ada", "anonymous player 2"]
+    assert [p["tag"] for p in game.room(rows, alias=lambda s: f"al-{s[-1]}")["players"]] \
+        == ["al-1", "al-2"]
+    assert "s2" not in repr(view)
     for p in view["players"]:
         if p["point"] is not None:  # always guessing "in": TPR = FPR = 1
             assert (p["point"].fpr, p["point"].tpr) == (1.0, 1.0)

@@ -244,6 +244,13 @@ def test_playground_shows_the_ledger_before_train_and_a_cap_disables_it(runs_roo
     assert not at.button(key="pg_train").disabled
     led.set_cap("digits", 1.2)
     at.run()
+    # The defaults have a finished twin (the gallery's run): past the cap, Train hands it
+    # back at no cost (issue 43) ...
+    assert any(i.value.startswith("**Past this dataset's cap**, but run gallery-digits-dpmerf-"
+                                  "eps1-seed0 has exactly these settings") for i in at.info)
+    assert not at.button(key="pg_train").disabled
+    # ... while a run that would spend more is refused.
+    at.number_input(key="seed").set_value(5).run()
     assert any("past its cap of 1.2" in e.value for e in at.error)
     assert at.button(key="pg_train").disabled
 

@@ -3,18 +3,16 @@
 Not a page itself (app.py lists the pages explicitly). Nothing here does math; plots get
 their numbers from the engine.
 
-Ownership: each browser gets a participant id (ui/participant.py: a cookie that survives
-a reload and a new tab) that is stored with the runs it starts; `jobs()` hands a page the shared JobManager seen through that
-session, so it may stop or delete only its own runs. Instructor mode (env
+Ownership: each browser has a secret participant cookie (ui/participant.py); the runs it
+starts are stored under its owner key (a keyed hash of the cookie, never shown), and
+`jobs()` hands a page the shared JobManager seen through that key, so it may stop,
+delete, rename or tag only its own runs, and sees the real-data results of another
+participant's upload only in instructor mode (engine/jobs/visibility.py). Instructor mode:
 DPSYNTH_INSTRUCTOR=1 for everyone, or the passphrase in DPSYNTH_INSTRUCTOR_KEY typed in
-the sidebar) may stop or delete any run.
+the sidebar (a signed cookie keeps it across reloads).
 """
 
 from __future__ import annotations
-
-import hmac
-import os
-from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -48,20 +46,18 @@ def _jobs_for(root: str) -> JobManager:
 
 
 def session_id() -> str:
-    """This browser's participant id: the owner stored with the runs it starts."""
-    from ui.participant import participant_id
+    """This browser's owner key: what the runs it starts are stored under (never shown,
+    and not the cookie: ui/participant.py)."""
+    from ui.participant import owner_key
 
-    return participant_id()
+    return owner_key()
 
 
 def instructor() -> bool:
-    """Instructor mode: everyone (DPSYNTH_INSTRUCTOR=1), or a session that typed the
-    passphrase set in DPSYNTH_INSTRUCTOR_KEY."""
-    if os.environ.get("DPSYNTH_INSTRUCTOR", "").lower() in ("1", "true", "yes"):
-        return True
-    key = os.environ.get("DPSYNTH_INSTRUCTOR_KEY", "")
-    typed = st.session_state.get("instructor_key") or ""
-    return bool(key) and hmac.compare_digest(typed.encode(), key.encode())
+    """Instructor mode (ui/participant.instructor)."""
+    from ui.participant import instructor as is_instructor
+
+    return is_instructor()
 
 
 class SessionJobs:
@@ -91,12 +87,34 @@ class SessionJobs:
         return self.manager.may_control(run_id, session=self.session,
                                         instructor=self.instructor)
 
+    def set_label(self, run_id: str, *, name: str = "", tags=()) -> None:
+        self.manager.set_label(run_id, name=name, tags=tags, session=self.session,
+                               instructor=self.instructor)
+
+    def set_shared(self, run_id: str, shared: bool) -> None:
+        self.manager.set_shared(run_id, shared, session=self.session,
+                                instructor=self.instructor)
+
+    def visible(self, record, shared: set[str] | None = None):
+        """The record as this viewer may see it (engine/jobs/visibility.py)."""
+        from engine.jobs.visibility import visible_record
+
+        if shared is None:
+            shared = self.manager.store.shared_runs()
+        return visible_record(record, session=self.session, instructor=self.instructor,
+                              shared=record.run_id in shared)
+
+    def may_see_real(self, record) -> bool:
+        from engine.jobs.visibility import may_see_real
+
+        return may_see_real(record, session=self.session, instructor=self.instructor)
+
     def owner_label(self, owner: str | None) -> str:
         if owner is None:
             return "no session (command line or gallery)"
-        from ui.participant import tag
+        from ui.participant import alias
 
-        return "you" if owner == self.session else f"participant {tag(owner)}"
+        return "you" if owner == self.session else f"participant {alias(owner)}"
 
     def latest_run(self) -> str | None:
         """This participant's newest queued or running run, else its newest run (what the
@@ -161,27 +179,3 @@ def method_title(name: str) -> str:
         return get_method(name).TITLE
     except InputError:
         return name
-
-
-def session_tmp_dir() -> Path:
-    """A per-session temporary folder for uploads, removed when the session ends."""
-    import atexit
-    import shutil
-    import tempfile
-    import weakref
-
-    d = st.session_state.get("_upload_dir")
-    if d is None or not Path(d).is_dir():
-        d = tempfile.mkdtemp(prefix="dpsynth-upload-")
-        st.session_state["_upload_dir"] = d
-        holder = _Cleanup(d)
-        # Removed when the session's state is dropped, or at the latest at exit.
-        st.session_state["_upload_dir_holder"] = holder
-        weakref.finalize(holder, shutil.rmtree, d, True)
-        atexit.register(shutil.rmtree, d, True)
-    return Path(d)
-
-
-class _Cleanup:
-    def __init__(self, path: str) -> None:
-        self.path = path

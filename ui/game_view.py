@@ -1,4 +1,4 @@
-"""The Learn page's membership game and its room view for instructors.
+"""The Learn page's membership game and its room view (players by name or alias).
 
 The release, the optimal attacker and every figure come from engine.teaching.game / engine.privacy.risk;
 this module keeps the session's rounds, writes each played round to the run store and
@@ -103,7 +103,8 @@ def game_panel(store: RunStore, session: str) -> None:
 
 
 def room_panel(store: RunStore) -> None:
-    """Instructors: every session's point at one ε, refreshed live from the run store."""
+    """Every session's point at one ε, refreshed live from the run store (open to
+    everyone: players are named by their chosen name or a public alias only)."""
     choice = st.select_slider("ε of the room", GAME_EPSILONS,
                               value=st.session_state.get("game_eps", "1"), key="game_room_eps",
                               format_func=lambda c: "∞" if c == "inf" else c)
@@ -115,14 +116,18 @@ def _room(store: RunStore, choice: str) -> None:
     g = game.Game(_eps(choice))
     rows = store.game_rounds(epsilon=game.epsilon_key(g.epsilon),
                              since=time.time() - ROOM_HOURS * 3600)
-    view = game.room(rows)
+    from ui.participant import alias
+
+    # Named by a chosen name or a short alias: never by the stored owner key (nor the
+    # cookie it comes from), which would let a copied label take over a participant.
+    view = game.room(rows, alias=alias)
     fig = tradeoff_figure(_curves(g), title=f"The room at ε = {format_epsilon(g.epsilon)}",
                           height=440)
     outside = []
     for i, p in enumerate(view["players"]):
         if p["point"] is not None:
             add_point(fig, p["point"], name=f"{p['player']} ({p['rounds']})",
-                      meta=f"player-{p['session']}", colour=f"hsl({(i * 67) % 360}, 65%, 45%)")
+                      meta=f"player-{p['tag']}", colour=f"hsl({(i * 67) % 360}, 65%, 45%)")
             if not p["point"].inside(g.curve):
                 outside.append(p["player"])
     if view["optimal"] is not None:

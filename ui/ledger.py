@@ -11,6 +11,7 @@ import streamlit as st
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
 from engine.ledger.budget import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
+from engine.jobs.visibility import ledger_label
 from ui.common import runs_root
 
 
@@ -18,13 +19,20 @@ def _ledger() -> Ledger:
     return Ledger(runs_root())
 
 
-def budget_line(config: RunConfig) -> str | None:
+def budget_line(config: RunConfig, reusable=None) -> str | None:
     """Under the Playground's settings: what this dataset has spent and where this run
-    takes it. Returns the refusal (past the cap) so the page can disable Train."""
+    takes it. Returns the refusal (past the cap) so the page can disable Train, unless
+    `reusable()` (called only past the cap) names a finished run with the same settings:
+    Train then hands that run back, which releases nothing and costs nothing."""
     f = _ledger().forecast(config)
     if f is None:
         return None
     if f.refused:
+        found = reusable() if reusable is not None else None
+        if found is not None:
+            st.info(f"**Past this dataset's cap**, but run {found} has exactly these "
+                    "settings: Train shows it again, at no cost to the budget.", icon="♻️")
+            return None
         st.error(f.refused, icon="⛔")
         return f.refused
     (st.warning if math.isinf(f.after) else st.info)(
@@ -33,10 +41,13 @@ def budget_line(config: RunConfig) -> str | None:
     return None
 
 
-def ledger_section(*, instructor: bool) -> None:
-    """Runs & Compare: the ledger per dataset and per sweep; caps for instructors."""
+def ledger_section(*, instructor: bool, mine: set[str] = frozenset()) -> None:
+    """Runs & Compare: the ledger per dataset and per sweep; caps for instructors. An
+    uploaded file is named only to its participants (`mine`: the viewer's run ids) and
+    instructors (engine/visibility.ledger_label)."""
     led = _ledger()
-    rows = led.datasets()
+    rows = [{**d, "label": ledger_label(d, mine=mine, instructor=instructor)}
+            for d in led.datasets()]
     st.subheader("Privacy budget per dataset")
     st.caption("Every run that touched a dataset's records, composed exactly (all releases "
                f"are Gaussian) at the ledger's δ; deleting a run does not un-spend it. "
@@ -68,6 +79,11 @@ def ledger_section(*, instructor: bool) -> None:
         if st.form_submit_button("Set cap"):
             try:
                 led.set_cap(key, cap or None, delta=float(delta), by="instructor (app)")
-                st.rerun()
             except InputError as e:
                 st.error(str(e), icon="⚠️")
+            else:
+                # Said once, after the rerun that redraws the table with the new cap.
+                st.session_state["ledger_cap_note"] = led.over_cap(key)
+                st.rerun()
+    if note := st.session_state.pop("ledger_cap_note", None):
+        st.warning(note, icon="⚠️")

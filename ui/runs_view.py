@@ -76,16 +76,22 @@ def sample_grids(store, runs: list[RunRecord], metric: str) -> None:
                 col.image(str(png), caption=f"ε = {format_epsilon(eps)}{score}")
 
 
-def label_editor(store, run_id: str, label: dict) -> None:
-    """Name and tags of one run, saved as soon as they change."""
+def label_editor(jm, run_id: str, label: dict, *, allowed: bool) -> None:
+    """Name and tags of one run, saved as soon as they change (owner or instructor:
+    `jm` is this session's view of the jobs, which checks again)."""
     def save():
         tags = st.session_state[f"runs_tags_{run_id}"].split(",")
-        store.set_label(run_id, name=st.session_state[f"runs_name_{run_id}"], tags=tags)
+        try:
+            jm.set_label(run_id, name=st.session_state[f"runs_name_{run_id}"], tags=tags)
+        except InputError as e:
+            show_input_error(e)
 
+    why = None if allowed else "Only the participant who started this run can rename or tag it."
     st.text_input("name", value=label.get("name", ""), key=f"runs_name_{run_id}",
-                  on_change=save, placeholder="e.g. baseline")
+                  on_change=save, placeholder="e.g. baseline", disabled=not allowed, help=why)
     st.text_input("tags (comma-separated)", value=", ".join(label.get("tags", [])),
-                  key=f"runs_tags_{run_id}", on_change=save, placeholder="e.g. lr-study")
+                  key=f"runs_tags_{run_id}", on_change=save, placeholder="e.g. lr-study",
+                  disabled=not allowed, help=why)
 
 
 def sweep_panel(jm) -> None:

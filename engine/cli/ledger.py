@@ -20,6 +20,8 @@ def main(args) -> int:
         delta = None if args.delta is None else _number(args.delta, "--delta")
         key = led.set_cap(name, cap, delta=delta, by="command line")
         print(f"cap for {key}: {'none' if cap is None else f'{cap:g}'}", flush=True)
+        if note := led.over_cap(key):
+            print(f"warning: {note}", flush=True)
     rows = led.datasets()
     if args.json:
         print(dumps({"store": str(led.root), "default_delta": DEFAULT_DELTA,

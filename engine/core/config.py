@@ -20,6 +20,10 @@ DELTA_MAX = 0.1
 # it the guarantee is meaningless (e^1000) and autodp's root finder cannot calibrate it.
 EPSILON_MIN, EPSILON_MAX = 1e-3, 1e3
 
+# The datasets read from a user's file (the ledger keys them by the file's bytes; uploads
+# are owner-only): every other dataset is built in.
+FILE_DATASETS = ("csv", "npz")
+
 
 @dataclass(frozen=True)
 class RunConfig:

@@ -149,8 +149,19 @@ class JobManager:
         # before the data is read (resolving the settings below loads it).
         from engine.ledger.budget import Ledger
 
-        Ledger(self.store.root).check(config, pending=[
-            r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
+        try:
+            Ledger(self.store.root).check(config, pending=[
+                r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
+        except InputError:
+            # Past the cap, a finished run asked for with exactly this config is still
+            # handed back: it releases nothing new and costs nothing. It is looked up by
+            # its config alone (no data read), so "Refused before reading the data" stays
+            # true; a run with the same resolved settings but another spelling of them
+            # would need the data to be found, and is not looked for past the cap.
+            found = self.store.find_same_config(config) if reuse else None
+            if found is None:
+                raise
+            return Submission(found, True)
         settings = settings_for(config)  # reuse matches the resolved settings, not overrides
         if reuse:
             found = self.store.find_finished(config, settings)
@@ -160,6 +171,11 @@ class JobManager:
                                        device=_device_key(config), settings=settings)
         self._ensure_worker()
         return Submission(run_id, False)
+
+    def reusable_past_cap(self, config: RunConfig) -> str | None:
+        """The finished run `request(config)` hands back even past the dataset's cap
+        (same config; found without reading data)."""
+        return self.store.find_same_config(config)
 
     def reusable(self, config: RunConfig) -> str | None:
         """The finished run `request(config)` would hand back, if any."""
@@ -183,6 +199,19 @@ class JobManager:
         if self._owned(run_id, session=session, instructor=instructor, verb="delete"):
             self.store.delete_run(run_id)
             self._curves.pop(run_id, None)
+
+    def set_label(self, run_id: str, *, name: str = "", tags=(), session: str | None = None,
+                  instructor: bool = False) -> None:
+        """Name and tag a run (owner or instructor only)."""
+        if self._owned(run_id, session=session, instructor=instructor, verb="rename or tag"):
+            self.store.set_label(run_id, name=name, tags=tags)
+
+    def set_shared(self, run_id: str, shared: bool, *, session: str | None = None,
+                   instructor: bool = False) -> None:
+        """Share a run's synthetic-data scores with everyone (owner or instructor only;
+        engine/jobs/visibility.py)."""
+        if self._owned(run_id, session=session, instructor=instructor, verb="share"):
+            self.store.set_shared(run_id, shared)
 
     def may_control(self, run_id: str, *, session: str | None, instructor: bool) -> bool:
         rec = self.store.get_run(run_id)

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.store import db as store_db
-from engine.core.config import RunConfig
+from engine.core.config import FILE_DATASETS, RunConfig
 from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps, jsonable
 # The pure accounting (what a run is charged, how rows compose) lives in ledger_math.
@@ -62,7 +62,6 @@ from engine.ledger.charges import (INFINITE_WORDS, Mechanisms, compose_rows,  # 
 
 DEFAULT_DELTA = 1e-5
 PUBLIC_NOTE = "public data, treated as private for teaching"
-FILE_DATASETS = ("csv", "npz")
 
 
 # ------------------------------------------------------------------ what is charged
@@ -187,6 +186,18 @@ class Ledger:
         f = self.forecast(config, pending=pending)
         if f is not None and f.refused:
             raise InputError(f.refused)
+
+    def over_cap(self, key: str) -> str | None:
+        """A sentence when `key`'s cap is below what it has already spent (set that way
+        by an instructor): every new run on it is refused; reusing finished runs is not."""
+        for d in self.datasets():
+            if d["dataset"] == key and d["cap"] is not None \
+                    and d["epsilon"] > d["cap"] * (1 + 1e-9):
+                return (f"The cap {d['cap']:g} is below what {d['label']} has already spent "
+                        f"(ε = {epsilon_words(d['epsilon'])} at δ = {d['delta']:g}): every new "
+                        "run on it is refused from now on. Train still hands back a finished "
+                        "run asked for with exactly the same settings, at no cost.")
+        return None
 
     def datasets(self) -> list[dict[str, Any]]:
         """Every dataset on the ledger with its runs, total ε at its δ, and cap."""

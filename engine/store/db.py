@@ -62,6 +62,10 @@ _ADDED = {"owner": "TEXT", "session": "TEXT", "device": "TEXT", "phase": "TEXT",
 LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS run_labels ("
                  "run_id TEXT PRIMARY KEY, name TEXT NOT NULL, tags TEXT NOT NULL)")
 
+# Runs whose owner shares their synthetic-data scores with the room (engine/jobs/visibility.py):
+# a run on an uploaded file shows them to its owner and an instructor only, unless listed.
+SHARES_SCHEMA = "CREATE TABLE IF NOT EXISTS run_shares (run_id TEXT PRIMARY KEY)"
+
 # The membership game's rounds (engine/teaching/game.py), created on first use: one row per round
 # played, written after the guess, so the secret membership is stored only once revealed.
 GAME_SCHEMA = ("CREATE TABLE IF NOT EXISTS game_rounds ("

@@ -28,6 +28,25 @@ class LabelsMixin:
                         (run_id, name, dumps(clean)))
             con.commit()
 
+    def set_shared(self, run_id: str, shared: bool) -> None:
+        """Share (or stop sharing) a run's synthetic-data scores with everyone
+        (engine/jobs/visibility.py); ownership is checked by the caller (JobManager)."""
+        with self._write:
+            con = self._con()
+            con.execute(store_db.SHARES_SCHEMA)
+            if shared:
+                con.execute("INSERT OR REPLACE INTO run_shares VALUES (?)", (run_id,))
+            else:
+                con.execute("DELETE FROM run_shares WHERE run_id=?", (run_id,))
+            con.commit()
+
+    def shared_runs(self) -> set[str]:
+        """Runs whose owner shares their synthetic-data scores."""
+        con = self._con()
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name='run_shares'").fetchone():
+            return set()
+        return {r["run_id"] for r in con.execute("SELECT run_id FROM run_shares")}
+
     def labels(self) -> dict[str, dict[str, Any]]:
         """{run_id: {"name": str, "tags": [str]}} for every labelled run."""
         con = self._con()

@@ -194,6 +194,11 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
             con.execute("DELETE FROM runs WHERE id=?", (run_id,))
             con.commit()
         shutil.rmtree(self.artifact_dir(run_id), ignore_errors=True)
+        # Its uploaded file goes with the last run that uses it (engine/store/uploads.py).
+        from engine.store import uploads
+
+        uploads.forget_if_unused(self.root, (rec.config.data_options or {}).get("path"),
+                                 (r.config for r in self.list_runs()))
 
     # ------------------------------------------------------------------- reads
     def get_run(self, run_id: str) -> RunRecord | None:
@@ -241,6 +246,24 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
             "AND settings=? ORDER BY ended DESC LIMIT 1",
             (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed),
              settings)).fetchone()
+        return row["id"] if row else None
+
+    def find_same_config(self, config: RunConfig) -> str | None:
+        """The newest FINISHED run asked for with exactly this config (same JSON: dataset,
+        file path, ε, δ, seed, every knob given), found without reading any data. Only
+        where the data behind the config cannot have changed: a built-in dataset, or an
+        upload (its file name carries a hash of its bytes, engine/store/uploads.py)."""
+        from engine.store import uploads
+        from engine.core.config import FILE_DATASETS
+
+        path = (config.data_options or {}).get("path")
+        if config.dataset in FILE_DATASETS and not uploads.is_upload(self.root, path):
+            return None
+        row = self._con().execute(
+            "SELECT id FROM runs WHERE status=? AND method=? AND dataset=? AND seed=? "
+            "AND config=? AND settings IS NOT NULL ORDER BY ended DESC LIMIT 1",
+            (RunStatus.FINISHED.value, config.method, config.dataset, int(config.seed),
+             config.to_json())).fetchone()
         return row["id"] if row else None
 
     def artifacts(self, run_id: str) -> dict[str, Path]:

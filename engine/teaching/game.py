@@ -25,6 +25,7 @@ import math
 import secrets
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
@@ -162,16 +163,21 @@ def simulate(epsilon: float, rounds: int, *, delta: float = GAME_DELTA,
     return point(dealt.member, dealt.optimal_guess(), confidence=confidence)
 
 
-def room(rows: list[dict]) -> dict:
+def room(rows: list[dict], alias: Callable[[str], str] | None = None) -> dict:
     """The room view's numbers from stored rounds (`RunStore.game_rounds`): each
-    session's point, and the optimal attacker's over every round played."""
+    session's point, and the optimal attacker's over every round played.
+
+    A player is named by the name they chose, else by `alias(session)` (a short public
+    name, engine/identity.alias), else "player N". The stored session (an owner key) is
+    never part of the result: what a room view shows must not identify a browser."""
     by_session: dict[str, list[dict]] = {}
     for r in rows:
         by_session.setdefault(r["session"], []).append(r)
     players = []
-    for session, rs in by_session.items():
+    for i, (session, rs) in enumerate(by_session.items()):
         p = point([r["member"] for r in rs], [r["guess"] for r in rs])
-        players.append({"session": session, "player": rs[-1]["player"] or session,
+        tag = alias(session) if alias is not None else f"player {i + 1}"
+        players.append({"tag": tag, "player": rs[-1]["player"] or f"anonymous {tag}",
                         "rounds": len(rs), "point": p})
     return {"players": players,
             "optimal": point([r["member"] for r in rows], [r["optimal"] for r in rows]),
