@@ -20,6 +20,7 @@ from engine import cost_probe, ledger
 from engine.search_plan import SPEC
 from engine.config import RunConfig
 from engine.errors import InputError
+from engine.eta import PREDICTED_SCORING
 from engine.events import Event, TrainResult
 from engine.artifacts import write_metrics, write_samples_png, write_synthetic
 from engine.jsonsafe import jsonable
@@ -120,10 +121,16 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     t0 = time.perf_counter()
     result: TrainResult | None = None
     last = None
+    first = True
     for event in prepared.method.train(config, prepared.params, data, device, stop):
         if event.phase == "done":
             result, last = event.result, event
             break
+        if first and cost is not None and cost.scoring_seconds is not None:
+            # the live view's scoring estimate until a finished run measured one (engine/eta.py)
+            event.metrics = {**(event.metrics or {}),
+                             PREDICTED_SCORING: cost.scoring_seconds + (cost.cnn_seconds or 0.0)}
+        first = False
         yield event
     if result is None:
         raise RuntimeError("the trainer ended without a result")
@@ -133,6 +140,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     write_synthetic(out, result, data)
     write_samples_png(out / "samples.png", result, data)
     scores: dict = {}
+    scoring: dict = {}  # seconds of the synthetic fits and of the real reference
     t1 = time.perf_counter()
     if full_eval and not cancelled:
         from engine.evaluate import full_evaluation
@@ -141,7 +149,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         yield Event("evaluate", last.step, last.total, result.privacy.epsilon_spent,
                     message="evaluating on the real test split")
 
-        scores = full_evaluation(result.x, result.y, data, seed=config.seed)
+        scores = full_evaluation(result.x, result.y, data, seed=config.seed, seconds=scoring)
         labelled = "note" not in scores  # unlabelled synthetic data: no classifier at all
         if config.cnn_eval and data.kind == "image" and labelled:
             scores.update((yield from _cnn_events(result, data, config, device, last)))
@@ -167,7 +175,11 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
                     "total": round(time.perf_counter() - t0, 3),
                     # the preview's training seconds: as timed, and as shown (corrected)
                     "timed": cost.timed_seconds if cost else None,
-                    "predicted": cost.seconds if cost else None},
+                    "predicted": cost.seconds if cost else None,
+                    # scoring, measured (engine/scoring_cost.py learns from these) and predicted
+                    **scoring,
+                    "predicted_scoring": cost.scoring_seconds if cost else None,
+                    "predicted_whole": cost.whole_s if cost else None},
         "n_train": data.n_train, "n_test": len(data.y_test), "n_synthetic": len(result.y),
         "device": str(device),
         "info": jsonable({**result.info, "stopped": result.stopped}),  # as metrics.json had it

@@ -1,0 +1,152 @@
+"""What scoring a run will cost on this machine, before it runs: the LogReg, MLP and RF
+fits on the synthetic data and, once per process, on the real training split (the
+reference), plus the tabular fidelity. On Fashion-MNIST that is minutes (223 s of a
+4.5-minute run, issue 43) and the preview used to leave it out.
+
+Sources, best first, as for training (engine/cost_cache.py):
+- measured: the scoring seconds that the newest finished runs in this store recorded
+  (metrics.json "seconds": "score_synthetic", "score_real") on the same data shape
+  (dataset, n_train, n_synthetic, CNN or not), any method: scoring sees only the
+  synthetic data's shape. The real-data reference is counted where this process has
+  not fitted it yet (`engine.evaluate.real_reference_fitted`); the web server cannot
+  know which trainer will take the run and counts it.
+- timed: each classifier fitted here on stand-in data of the run's shape (uniform noise
+  labelled by a random linear map: public random numbers, no record read, so no
+  privacy cost) at two sizes, and scaled to the run's sizes by the exponent those two
+  timings show (clamped to [1, MAX_EXPONENT]). Cached like the training rates (on disk,
+  re-timed when old or when the load moved), and timed away from the web server
+  (engine/cost_probe.py) like them.
+Nothing here reads a record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from engine import cost_cache
+from engine.preview import MEASURING
+
+SECONDS_KEY = "estimated scoring seconds"
+BASIS_KEY = "scoring basis"
+PROBE_ROWS = (500, 1000)  # stand-in sizes timed per classifier
+MAX_EXPONENT = 1.5  # a fit's time grows at most as n^1.5 when scaled from the probe
+NEWEST = 5  # finished runs a measured figure is the median of
+_RATES = cost_cache.TimedCache("scoring")
+
+
+def _width(data) -> int:
+    """Columns of the classifiers' design matrix (engine/evaluate.design_matrix)."""
+    if data.kind == "image":
+        return int(math.prod(data.x_train.shape[1:]))
+    return sum(1 if c.kind == "num" else len(c.categories) for c in data.columns)
+
+
+def stand_in(n: int, width: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Public random numbers of a design matrix's shape, with learnable labels."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, width), dtype=np.float32)
+    w = rng.standard_normal((width, classes)).astype(np.float32)
+    y = np.argmax(x @ w + 2 * rng.gumbel(size=(n, classes)), axis=1)
+    return x, y
+
+
+def _calibrate(width: int, classes: int, tabular: bool, models: tuple[str, ...]) -> dict:
+    """{model: [seconds at PROBE_ROWS[0], at PROBE_ROWS[1]]}: fit + predict, stand-in data."""
+    from engine.evaluate import make_classifier
+
+    out: dict[str, list[float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings on noise: timing only
+        for model in models:
+            times = []
+            for n in PROBE_ROWS:
+                x, y = stand_in(n, width, classes)
+                t = time.perf_counter()
+                make_classifier(model, scale=tabular).fit(x, y).predict(x[:200])
+                times.append(time.perf_counter() - t)
+            out[model] = times
+    return out
+
+
+def scaled(times: list[float], n: int) -> float:
+    """Seconds of a fit on `n` rows from its timings at PROBE_ROWS (power law)."""
+    (n1, n2), (t1, t2) = PROBE_ROWS, times
+    b = math.log(max(t2, 1e-6) / max(t1, 1e-6)) / math.log(n2 / n1)
+    b = min(MAX_EXPONENT, max(1.0, b))
+    return t2 * (max(n, 1) / n2) ** b
+
+
+def _same_shape(metrics: dict, config, data, n_syn: int) -> bool:
+    return (metrics.get("n_train") == data.n_train and metrics.get("n_synthetic") == n_syn
+            and bool(config.cnn_eval) == any(k.startswith("synthetic/cnn")
+                                             for k in metrics.get("accuracy") or {}))
+
+
+def finished_scoring(config, data, store=None) -> list[dict[str, float]]:
+    """Scoring seconds that the newest finished runs here measured on this data shape:
+    [{"synthetic": s, "real": s or None}] (None: that run's reference was fitted before)."""
+    n_syn = config.n_synthetic or data.n_train
+    try:
+        store = store if store is not None else cost_cache.default_store()
+        if store is None:
+            return []
+        out = []
+        for rec in store.list_runs(dataset=config.dataset, status="finished"):
+            if rec.sweep == "gallery":  # measured on another machine
+                continue
+            try:
+                m = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
+            except (OSError, ValueError):
+                continue
+            secs = m.get("seconds") or {}
+            syn = secs.get("score_synthetic")
+            if isinstance(syn, (int, float)) and _same_shape(m, config, data, n_syn):
+                real = secs.get("score_real")
+                out.append({"synthetic": float(syn),
+                            "real": float(real) if isinstance(real, (int, float)) and real > 0
+                            else None})
+            if len(out) >= NEWEST:
+                break
+        return out
+    except Exception:  # a store we cannot read: no measured figure, the basis says so
+        return []
+
+
+def estimate(config, data, *, threads: int | None = None, away=None, store=None,
+             real_fitted: bool = False) -> dict[str, Any]:
+    """The preview's scoring keys: SECONDS_KEY and BASIS_KEY (the CNN, when asked for,
+    is engine/registry's "estimated CNN seconds (at most)", on top).
+    `real_fitted`: this process has the real-data reference already (it is not fitted again)."""
+    from engine.evaluate import MODELS
+
+    n_syn = config.n_synthetic or data.n_train
+    seen = finished_scoring(config, data, store)
+    if seen:
+        syn = statistics.median(s["synthetic"] for s in seen)
+        reals = [s["real"] for s in seen if s["real"] is not None]
+        real = 0.0 if real_fitted else (statistics.median(reals) if reals else syn * data.n_train / n_syn)
+        n = len(seen)
+        return {SECONDS_KEY: syn + real,
+                BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} on this data"
+                           + ("" if real_fitted else ", real-data reference included")}
+    import torch
+
+    key = ("scoring", _width(data), data.n_classes, data.kind, MODELS, PROBE_ROWS,
+           torch.get_num_threads() if threads is None else threads)
+    compute = lambda: _calibrate(_width(data), data.n_classes, data.kind != "image", MODELS)  # noqa: E731
+    rates = away(_RATES, key) if away is not None else _RATES.get(key, compute)
+    if rates is None:
+        return {BASIS_KEY: MEASURING}
+    seconds = sum(scaled(rates[m], n_syn) for m in MODELS)
+    if not real_fitted:
+        seconds += sum(scaled(rates[m], data.n_train) for m in MODELS)
+    return {SECONDS_KEY: float(seconds),
+            BASIS_KEY: "timed now on stand-in data, no finished run yet"
+                       + ("" if real_fitted else ", real-data reference included")}
