@@ -34,3 +34,10 @@ class TimingsMixin:
                         "eval_s": None if r["eval_started"] is None
                         else r["ended"] - r["eval_started"]})
         return out
+
+    def step_times(self, run_id: str, key: str = "loss") -> list[tuple[int, float]]:
+        """(step, time) of a run's training-step events, in order (engine/eta.measured_rate):
+        every train event logs its loss, so its rows time the steps."""
+        return [(r["step"], r["time"]) for r in self._con().execute(
+            "SELECT step, time FROM metrics WHERE run_id=? AND key=? ORDER BY rowid",
+            (run_id, key))]
