@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.jobs import JobSnapshot
+from engine.preview import MEASURING
 from engine.records import RunStatus, headline_key, real_key
 from engine.render import class_rows, grid_scale
 from ui.choices import format_epsilon
@@ -101,7 +102,9 @@ def _progress(snap: JobSnapshot) -> None:
     elif status == RunStatus.RUNNING and snap.stop_requested:
         text += " · stopping…"
     elif status == RunStatus.RUNNING and snap.eta_s is not None:
-        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
+        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left, scoring included"
+    elif status == RunStatus.RUNNING:
+        text += f" · time left: {MEASURING} (the first steps are timed first)"
     st.progress(frac, text=text)
 
 
@@ -137,7 +140,9 @@ def _starting(snap: JobSnapshot) -> str:
         text += f" · {max(0.0, time.time() - snap.started):,.0f} s so far"
     text += " · ε spent 0 so far (nothing released yet)"
     if snap.eta_s is not None:
-        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
+        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left, scoring included"
+    else:
+        text += f" · time left: {MEASURING}"
     return text
 
 
