@@ -12,12 +12,13 @@ ROOT = Path(__file__).parent
 st.set_page_config(page_title="DP Synth Lab", page_icon=":material/lock:", layout="wide")
 st.html(f"<style>{(ROOT / 'assets' / 'style.css').read_text()}</style>")
 
-nav = st.navigation([
+PAGES = [
     st.Page(ROOT / "pages" / "playground.py", title="Playground", icon=":material/science:", default=True),
     st.Page(ROOT / "pages" / "runs.py", title="Runs & Compare", icon=":material/monitoring:"),
     st.Page(ROOT / "pages" / "accountant.py", title="Accountant", icon=":material/calculate:"),
     st.Page(ROOT / "pages" / "learn.py", title="Learn", icon=":material/menu_book:"),
-])
+]
+nav = st.navigation(PAGES)
 
 with st.sidebar:
     import os
@@ -35,4 +36,15 @@ with st.sidebar:
         st.text_input("Instructor passphrase", type="password", key="instructor_key",
                       help="Lets this session stop or delete anyone's runs.")
 
-nav.run()
+from ui.url_check import unknown_page  # noqa: E402
+
+# st.navigation runs the default page for a path it does not know: say so instead.
+missing = unknown_page(st.context.url, [p.url_path for p in PAGES],
+                       st.get_option("server.baseUrlPath"))
+if missing:
+    st.title("No such page")
+    st.error(f"There is no page “/{missing}” in DP Synth Lab. Pick one of these:", icon="🧭")
+    for page in PAGES:
+        st.page_link(page)
+else:
+    nav.run()

@@ -195,6 +195,7 @@ with settings:
                    *(knob_key(method, w.name) for w in all_knobs)}
     if bad := url_check.ignored(widget_keys):
         link_note.warning("Ignored in the link: " + "; ".join(bad) + ".")
+    url_check.drop_unknown(widget_keys)  # and out of the URL, so a copied link is clean
 
     config = refuse = preview = None
     blocked: str | None = None  # why Train is off: shown directly under it (ui/train_gate.py)

@@ -21,7 +21,7 @@ from engine.preview import MEASURING
 from engine.records import RunStatus, headline_key, real_key
 from engine.render import class_rows, grid_scale
 from ui.choices import format_epsilon
-from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_key
+from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, log_axis, options_key
 from ui.marginals import marginal_bins
 from ui.runs_table import metric_keys, metric_label
 
@@ -182,7 +182,7 @@ def draw(snap: JobSnapshot, *, owner: str, artifacts: dict) -> None:
             xs, ys = zip(*_thin(snap.loss_curve))
             fig = line_figure({"loss": (xs, ys)}, title="Training loss", x_title="step",
                               y_title="loss")
-            fig.update_yaxes(type="log")
+            log_axis(fig, "y", ys)
             st.plotly_chart(fig, key="pg_loss_chart")
 
     if snap.probe_curve:
