@@ -43,7 +43,8 @@ missing = unknown_page(st.context.url, [p.url_path for p in PAGES],
                        st.get_option("server.baseUrlPath"))
 if missing:
     st.title("No such page")
-    st.error(f"There is no page “/{missing}” in DP Synth Lab. Pick one of these:", icon="🧭")
+    st.error(f"There is no page “/{missing}” in DP Synth Lab (the Playground was not "
+             "opened in its place). Pick one of these:", icon=":material/explore_off:")
     for page in PAGES:
         st.page_link(page)
 else:
