@@ -133,11 +133,12 @@ def estimate(config, data, *, threads: int | None = None, away=None, store=None,
         return {SECONDS_KEY: syn + real,
                 BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} on this data"
                            + ("" if real_fitted else ", real-data reference included")}
-    import torch
+    if threads is None:  # this process times: its own threads (the web server passes them)
+        import torch
 
+        threads = torch.get_num_threads()
     rows = min(PROBE_ROWS, max(n_syn, data.n_train))
-    key = ("scoring", _width(data), data.n_classes, data.kind, MODELS, rows,
-           torch.get_num_threads() if threads is None else threads)
+    key = ("scoring", _width(data), data.n_classes, data.kind, MODELS, rows, threads)
     compute = lambda: _calibrate(_width(data), data.n_classes, data.kind != "image", MODELS,  # noqa: E731
                                  rows)
     timed = away(_RATES, key) if away is not None else _RATES.get(key, compute)
