@@ -39,8 +39,11 @@ with st.sidebar:
 from ui.url_check import unknown_page  # noqa: E402
 
 # st.navigation runs the default page for a path it does not know: say so instead.
-missing = unknown_page(st.context.url, [p.url_path for p in PAGES],
-                       st.get_option("server.baseUrlPath"))
+# (Only with a browser's URL: a process spawned from a test re-runs this file bare, where
+# a Page has no url_path.)
+url = st.context.url
+missing = url and unknown_page(url, [p.url_path for p in PAGES],
+                               st.get_option("server.baseUrlPath"))
 if missing:
     st.title("No such page")
     st.error(f"There is no page “/{missing}” in DP Synth Lab (the Playground was not "

@@ -21,7 +21,7 @@ from engine.render import class_rows, grid_scale
 from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset,
-                       method_title, options_key, session_tmp_dir, show_input_error)
+                       method_title, options_key, session_tmp_dir)
 from ui.knob_widgets import knob_widget
 from ui.knobs import changed_params, config_from_settings, knob_key, widgets
 from ui.ledger import budget_line

@@ -588,7 +588,7 @@ def test_the_live_time_left_says_measuring_then_uses_the_runs_own_rate(runs_root
     now = _time.time()
     con = store._con()  # ten more step events, 0.2 s apart, the last one just now
     con.executemany("INSERT INTO metrics VALUES (?,?,?,?,?)",
-                    [(rid, "loss", s, 1.0, now - (12 - s) * 0.2) for s in range(3, 13)])
+                    [(rid, "epsilon_spent", s, 1.0, now - (12 - s) * 0.2) for s in range(3, 13)])
     con.commit()
     store.record_progress(rid, step=12, total=1078, epsilon_spent=1.0, values={}, phase="train")
     snap = JobManager(store).snapshot(rid, curves=False)

@@ -72,10 +72,17 @@ def _judge(widget_keys: set[str]) -> list[str]:
 def drop_unknown(widget_keys: set[str]) -> list[str]:
     """Remove from the URL every query parameter that is no setting here (the warning
     from `ignored` has named them); returns the keys removed."""
-    gone = [k for k in list(st.query_params.keys())
-            if k not in widget_keys and k not in _STREAMLIT_OWN]
-    for key in gone:
-        del st.query_params[key]
+    from streamlit.errors import StreamlitAPIException
+
+    gone = []
+    for key in list(st.query_params.keys()):
+        if key in widget_keys or key in _STREAMLIT_OWN:
+            continue
+        try:
+            del st.query_params[key]
+        except StreamlitAPIException:  # bound to a widget of another method: Streamlit's own
+            continue
+        gone.append(key)
     return gone
 
 
