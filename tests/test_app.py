@@ -593,5 +593,15 @@ def test_the_live_time_left_says_measuring_then_uses_the_runs_own_rate(runs_root
     store.record_progress(rid, step=12, total=1078, epsilon_spent=1.0, values={}, phase="train")
     snap = JobManager(store).snapshot(rid, curves=False)
     assert snap.eta_s == pytest.approx(0.2 * (1078 - 12) + 60.0, rel=0.05)
+    # the preview's queue part: a new run waits for that one when it holds the only slot
+    one_slot = JobManager(store, slots_per_device=1)
+    start, _, ahead = one_slot.queue_wait(RunConfig(dataset="digits"))
+    assert ahead == 1 and start == pytest.approx(snap.eta_s, rel=0.05)
+    assert JobManager(store, slots_per_device=2).queue_wait(RunConfig(dataset="digits"))[:2] == (
+        0.0, None)  # a free slot: no wait
+    from ui.cost import queue_words
+
+    assert "1 run(s) ahead" in queue_words((start, None, ahead))
+    assert queue_words((0.0, None, 1)) is None and queue_words(None) is None
     store.finish(rid, RunStatus.CANCELLED)
     store.close()
