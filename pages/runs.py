@@ -175,8 +175,9 @@ else:
 st.subheader("Privacy–utility")
 datasets = sorted({r.dataset for r in runs})
 if datasets:
-    # Opens on the Playground's dataset, else the one with the most finished runs.
-    opening = chart_dataset(runs, st.session_state.get("dataset"))
+    # Opens on the dataset of my latest run, else the Playground's, else the busiest.
+    mine = by_id.get(st.session_state.get("pg_run") or "")
+    opening = chart_dataset(runs, mine.dataset if mine else None, st.session_state.get("dataset"))
     ds = st.selectbox("Dataset", datasets, index=datasets.index(opening), key="runs_pu_dataset")
     on_ds = [r for r in shown if r.dataset == ds]
     pu = privacy_utility(on_ds, metric)

@@ -68,6 +68,8 @@ def test_the_chart_opens_on_the_playgrounds_dataset_else_the_one_with_most_runs(
             _run("d", "fashion_mnist", status="failed")]
     assert chart_dataset(runs) == "digits"  # not the first name, breast_cancer
     assert chart_dataset(runs, "breast_cancer") == "breast_cancer"
+    assert chart_dataset(runs, None, "breast_cancer") == "breast_cancer"
+    assert chart_dataset(runs, "breast_cancer", "digits") == "breast_cancer"  # my run's first
     assert chart_dataset(runs, "fashion_mnist") == "digits"  # no finished run there
     assert chart_dataset([]) is None
 

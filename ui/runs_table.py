@@ -107,13 +107,15 @@ def privacy_utility(records: list[RunRecord], metric: str = "synthetic/logreg"
             "real": float(np.mean(real)) if real else None}
 
 
-def chart_dataset(records: list[RunRecord], current: str | None = None) -> str | None:
-    """The dataset the privacy–utility chart opens on: the one the user has chosen in the
-    Playground when it has finished runs, else the one with the most finished runs
-    (ties: the first in name order); it used to open on the first name (breast_cancer)."""
+def chart_dataset(records: list[RunRecord], *preferred: str | None) -> str | None:
+    """The dataset the privacy–utility chart opens on: the first of `preferred` (the
+    dataset of the user's own latest run, then the one chosen in the Playground) that has
+    finished runs, else the one with the most finished runs (ties: name order). It used
+    to open on the first name, breast_cancer."""
     finished = [r.dataset for r in records if r.status == RunStatus.FINISHED]
-    if current in finished:
-        return current
+    for name in preferred:
+        if name in finished:
+            return name
     if not finished:
         return min((r.dataset for r in records), default=None)
     return min(set(finished), key=lambda d: (-finished.count(d), d))
