@@ -48,8 +48,7 @@ def test_train_from_the_browser(server, tmp_path):
             page.goto(f"{server}/?dpmerf_n_features=500&dpmerf_epochs=3", wait_until="domcontentloaded")
             train = page.get_by_role("button", name="Train", exact=True)
             expect(train).to_be_enabled(timeout=WAIT_MS)
-            expect(page.get_by_test_id("stMetricLabel").filter(has_text="noise multiplier")
-                   ).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("noise multiplier (sigma)")).to_be_visible(timeout=WAIT_MS)
             load_s = time.perf_counter() - t0
             # The URL settings reached the widgets.
             expect(page.get_by_role("spinbutton", name="epochs")).to_have_value("3")

@@ -79,12 +79,30 @@ def test_a_tables_sample_grids_are_two_a_row():
     assert grid_columns(5, "image") == 5 and grid_columns(9, "image") == 6
 
 
-def test_metric_labels_are_short_with_the_full_name_in_their_help(runs_root):
-    at = open_app({"dataset": "digits", "method": "dpmerf"})
+def test_metric_labels_fit_with_the_full_name_in_their_help(runs_root):
+    from ui.train_gate import FITS_HALF, FITS_WHOLE
+
+    at = open_app({"dataset": "breast_cancer", "method": "marginals"})
     assert not at.exception
     labels = {m.label: m.help for m in at.metric}
-    assert "noise multiplier" in labels and labels["noise multiplier"] == "noise multiplier (sigma)"
-    assert not any("(" in label for label in labels)
+    long = "cells per doubling (columns without public bounds)"  # cut off before
+    assert labels.get("cells per doubling") == long and long not in labels
+    assert all(len(label) <= FITS_WHOLE for label in labels)
+    # a label too long for half the column puts the figures one to a row
+    assert any(len(label) > FITS_HALF for label in labels)
+    rows = [b for b in _flat_blocks(at) if getattr(b, "type", None) == "horizontal"
+            and any(getattr(e, "type", None) == "metric" for e in _walk(b))]
+    assert all(len(r.children) == 1 for r in rows)
+
+
+def _walk(node):
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def _flat_blocks(at):
+    return list(_walk(at.main))
 
 
 def test_unknown_query_parameters_leave_the_url_and_are_named_once(runs_root):

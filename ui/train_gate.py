@@ -34,7 +34,7 @@ def user_words(text: str) -> str:
     return text
 
 
-def show_error(message: str, icon: str = "⚠️") -> None:
+def show_error(message: str, icon: str = "⚠️") -> None:  # as ui.common.show_input_error
     """An error in the user's words (their file name)."""
     st.error(user_words(str(message)), icon=icon)
 
@@ -45,18 +45,22 @@ def draw_beside(reason: str | None, cost: Cost | None, wait: tuple[float, float 
     `wait`: (seconds until a slot is free, ± seconds, runs ahead) from the queue."""
     if reason:
         with st.container(key="pg_train_reason"):
-            st.error(f"**Train is off:** {user_words(reason)}", icon="🚫")
+            st.error(f"**Train is off:** {user_words(reason)}", icon=":material/block:")
     if cost is not None:
         with st.container(key="pg_cost_beside"):
             draw_cost(cost, wait=wait)
 
 
 FITS_HALF = 22  # characters of a metric label that fit half the settings column
+FITS_WHOLE = 36  # ... and the whole column
 
 
 def short_label(label: str) -> str:
-    """A metric label without its parenthesis (the full label goes to the metric's
-    help), so fewer labels are cut off; the page puts long ones on a row of their own."""
+    """A metric label that fits the settings column: a long one loses its parenthesis
+    (the full label is the metric's help); the page puts labels longer than FITS_HALF on
+    a row of their own."""
+    if len(label) <= FITS_WHOLE:
+        return label
     return label.split(" (", 1)[0].strip() or label
 
 
