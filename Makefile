@@ -30,5 +30,10 @@ bench-datalens: $(STAMP)
 bench-workshop: $(STAMP)
 	$(PY) bench/workshop.py --sessions 20
 
+# the preview's whole wait (training + scoring) against what two Fashion-MNIST runs measure
+.PHONY: bench-preview
+bench-preview: $(STAMP)
+	$(PY) bench/preview_error.py --dataset fashion_mnist --runs 2
+
 clean:
 	rm -rf runs .pytest_cache .hypothesis

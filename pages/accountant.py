@@ -13,7 +13,7 @@ from engine.privacy import accountant as privacy
 from engine.privacy import risk
 from engine.core.errors import InputError
 from ui.choices import DELTA_CHOICES
-from ui.common import line_figure, show_input_error
+from ui.common import line_figure, log_axis, show_input_error
 from ui.risk_view import epsilon_sentence, summary_metrics, tradeoff_figure
 
 st.title("Accountant")
@@ -72,7 +72,7 @@ with tab1:
         fig = line_figure({"σ needed": (curve["epsilon"], curve["sigma"])},
                           title=f"Noise needed for one release (Δ = {sens:g}, δ = {delta:g})",
                           x_title="ε", y_title="σ", log_x=True, height=320)
-        fig.update_yaxes(type="log")
+        log_axis(fig, "y", curve["sigma"])
         st.plotly_chart(fig, key="acc_sigma_chart")
     except InputError as e:
         show_input_error(e)

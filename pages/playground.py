@@ -21,10 +21,10 @@ from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset, method_title,
                        options_key, runs_root, session_id, show_input_error)
-from ui.cost import draw_cost
 from ui.knob_widgets import knob_widget
 from ui.knobs import changed_params, config_from_settings, knob_key, widgets
 from ui.ledger import budget_line
+from ui.train_gate import FITS_HALF, draw_beside, short_label, show_error, start_hint, user_words
 
 
 def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) -> None:
@@ -65,6 +65,8 @@ def _upload(kind: str) -> dict | None:
     except InputError as e:
         show_input_error(e)
         return None
+    # Messages name the file as the user knows it, never the stored (hashed) name.
+    st.session_state.setdefault("pg_upload_names", {})[str(path)] = up.name
     if kind == "npz":
         classes = st.text_input("Public class labels (optional)", key="pg_npz_classes",
                                 placeholder="0, 1, 2",
@@ -222,13 +224,19 @@ with settings:
                    *(knob_key(method, w.name) for w in all_knobs)}
     if bad := url_check.ignored(widget_keys):
         link_note.warning("Ignored in the link: " + "; ".join(bad) + ".")
+    url_check.drop_unknown(widget_keys)  # and out of the URL, so a copied link is clean
 
-    config = refuse = None
+    config = refuse = preview = None
+    blocked: str | None = None  # why Train is off: shown directly under it (ui/train_gate.py)
     if not info[dataset]["available"]:
-        st.error(f"{dataset} is not available on this machine: {info[dataset]['where']}.")
+        blocked = f"{dataset} is not available on this machine: {info[dataset]['where']}."
+        st.error(blocked)
     elif data_error is not None:
-        show_input_error(data_error)
-    elif data is not None:
+        blocked = user_words(str(data_error))
+        show_error(data_error)
+    elif data is None:
+        blocked = f"upload your .{dataset} file first (above)."
+    else:
         try:
             config = replace(config_from_settings(
                 dataset=dataset, method=method, eps=eps, delta=delta, seed=int(seed),
@@ -238,7 +246,8 @@ with settings:
             # training steps itself (engine/runs/cost_probe.py does, in its own process).
             preview = preview_run(config, data, time_here=False)
         except InputError as e:
-            show_input_error(e)
+            blocked = user_words(str(e))
+            show_error(e)
             config = None
         else:
             in_words.caption(privacy_in_words(config.epsilon, config.delta))
@@ -247,17 +256,19 @@ with settings:
                 st.warning(warning)
             for hint in preview.hints:
                 st.info(hint)
-            draw_cost(preview.cost)
             if preview.cost is not None and preview.cost.measuring:
                 _await_cost(config, data)
             st.markdown("**Derived before training** (no data touched yet)")
             refuse = preview.refuse
             if refuse:
-                st.error(refuse)
+                show_error(refuse)
             nums = {k: v for k, v in preview.figures.items() if isinstance(v, (int, float))}
-            cols = st.columns(2)
+            # Two to a row when every label fits half the column, else one: never cut off.
+            two = all(len(short_label(k)) <= FITS_HALF for k in nums)
+            cols = st.columns(2 if two else 1)
             for i, (k, v) in enumerate(nums.items()):
-                cols[i % 2].metric(k, f"{v:.3g}" if isinstance(v, float) else f"{v:,}", help=k)
+                cols[i % len(cols)].metric(short_label(k), f"{v:.3g}" if isinstance(v, float)
+                                           else f"{v:,}", help=k)
             for k, v in preview.figures.items():
                 if not isinstance(v, (int, float)):
                     st.caption(f"{k}: {v}")
@@ -265,22 +276,26 @@ with settings:
             # The dataset's ledger and its cap; past the cap, an identical finished run
             # is still handed back at no cost (JobManager.request).
             refuse = refuse or budget_line(config, reusable=lambda: jobs().reusable_past_cap(config))
+            blocked = refuse
 
     if "pg_run" not in st.session_state:  # a new session (reload, new tab): show my run again
         st.session_state["pg_run"] = jobs().latest_run()
     run_id = st.session_state.get("pg_run")
     snap = jobs().snapshot(run_id, curves=False) if run_id else None
     running = snap is not None and not snap.status.terminal
+    if running and not blocked:
+        blocked = (f"your run `{run_id}` is still {'queued' if snap.status == RunStatus.QUEUED else 'training'}"
+                   " — one run at a time per participant: press Stop, or wait for it to end.")
     b1, b2 = actions.columns(2)
     if b1.button("Train", type="primary", disabled=config is None or running or bool(refuse),
-                 key="pg_train", use_container_width=True, help=refuse):
+                 key="pg_train", use_container_width=True, help=blocked):
         try:
             sub = jobs().request(config)
             st.session_state["pg_run"] = sub.run_id
             st.session_state["pg_reused"] = sub.reused
             st.session_state["pg_seen_active"] = not sub.reused
         except InputError as e:
-            show_input_error(e)
+            show_error(e)
         st.rerun()
     if b2.button("Stop", disabled=not running or not jobs().may_control(run_id),
                  key="pg_stop", use_container_width=True,
@@ -288,8 +303,11 @@ with settings:
         try:
             jobs().cancel(run_id)
         except InputError as e:
-            show_input_error(e)
+            show_error(e)
         st.rerun()
+    with actions:  # the reason Train is off, else the run's whole wait: right under it
+        draw_beside(blocked, preview.cost if preview is not None else None,
+                    jobs().queue_wait(config) if config is not None and not blocked else None)
 
     if data is not None and data.kind == "image":
         with st.expander(f"Peek at the training data ({REAL_NOTE})"):
@@ -302,8 +320,7 @@ with settings:
 def live_panel(config) -> None:
     rid = st.session_state.get("pg_run")
     if not rid:
-        st.info("Press **Train** to start. The defaults (digits, DP-MERF, ε = 1) train "
-                "in well under a minute on a laptop.")
+        st.info(start_hint(config))
         start_view.gallery_answer(jobs(), config)
         return
     if st.session_state.get("pg_reused"):

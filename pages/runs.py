@@ -18,12 +18,12 @@ from engine.runs.gallery import SWEEP as GALLERY_SWEEP
 from engine.store.records import RunStatus, real_key
 from engine.jobs.visibility import on_private_records
 from ui.choices import format_epsilon
-from ui.common import REAL_NOTE, jobs, line_figure, method_title, show_input_error
+from ui.common import REAL_NOTE, jobs, line_figure, log_axis, method_title, show_input_error
 from ui.attack_view import attack_section
 from ui.fidelity_view import fidelity_section
 from ui.ledger import ledger_section
 from ui.private_search import private_search_panel
-from ui.runs_table import metric_keys, metric_label, privacy_utility, runs_rows
+from ui.runs_table import chart_dataset, metric_keys, metric_label, privacy_utility, runs_rows
 from ui.runs_view import label_editor, pu_figure, sample_grids, sweep_panel
 
 st.title("Runs & Compare")
@@ -164,7 +164,7 @@ if picked:
         with a:
             fig = line_figure({k: v for k, v in loss.items() if v}, title="Loss",
                               x_title="step", y_title="loss")
-            fig.update_yaxes(type="log")
+            log_axis(fig, "y", [v for xs_ys in loss.values() if xs_ys for v in xs_ys[1]])
             st.plotly_chart(fig, key="runs_loss")
         with b:
             st.plotly_chart(line_figure({k: v for k, v in eps.items() if v}, title="ε spent",
@@ -209,7 +209,10 @@ else:
 st.subheader("Privacy–utility")
 datasets = sorted({r.dataset for r in runs})
 if datasets:
-    ds = st.selectbox("Dataset", datasets, key="runs_pu_dataset")
+    # Opens on the dataset of my latest run, else the Playground's, else the busiest.
+    mine = by_id.get(st.session_state.get("pg_run") or "")
+    opening = chart_dataset(runs, mine.dataset if mine else None, st.session_state.get("dataset"))
+    ds = st.selectbox("Dataset", datasets, index=datasets.index(opening), key="runs_pu_dataset")
     on_ds = [r for r in shown if r.dataset == ds]
     pu = privacy_utility(on_ds, metric)
     if pu["lines"] or pu["nonprivate"]:

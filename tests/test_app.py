@@ -570,3 +570,43 @@ def test_the_playground_never_times_its_cost_it_shows_measuring_then_the_figure(
     cost_probe.measure(asked[-1])  # what the probe's process does
     at.run()
     assert not at.exception and MEASURING not in cost_line(at) and "10 ms each" in cost_line(at)
+
+
+def test_the_live_time_left_says_measuring_then_uses_the_runs_own_rate(runs_root):
+    """Issue 43: "about 1 h" at step 2 of 1,078. Before the rate is measured the bar says
+    "measuring…"; then the time left is the measured rate (synthetic event times written
+    into the store, no sleeping) times the steps left, plus the run's predicted scoring."""
+    import time as _time
+
+    from engine.store import eta
+    from engine.jobs.manager import JobManager
+
+    store = RunStore(runs_root)  # settings no finished (gallery) run has: no usual duration
+    rid = store.create_run(RunConfig(dataset="digits", epsilon=1.0, params={"epochs": 7}))
+    store.mark_running(rid)
+    store.record_progress(rid, step=2, total=1078, epsilon_spent=1.0,
+                          values={"loss": 1.0, eta.PREDICTED_SCORING: 60.0},
+                          metrics={eta.PREDICTED_SCORING: 60.0}, phase="train")
+    (bar,) = _bars(_playground_on(rid))
+    assert "measuring…" in bar[1] and " h" not in bar[1]
+
+    now = _time.time()
+    con = store._con()  # ten more step events, 0.2 s apart, the last one just now
+    con.executemany("INSERT INTO metrics VALUES (?,?,?,?,?)",
+                    [(rid, "epsilon_spent", s, 1.0, now - (12 - s) * 0.2) for s in range(3, 13)])
+    con.commit()
+    store.record_progress(rid, step=12, total=1078, epsilon_spent=1.0, values={}, phase="train")
+    snap = JobManager(store).snapshot(rid, curves=False)
+    assert snap.eta_s == pytest.approx(0.2 * (1078 - 12) + 60.0, rel=0.05)
+    # the preview's queue part: a new run waits for that one when it holds the only slot
+    one_slot = JobManager(store, slots_per_device=1)
+    start, _, ahead = one_slot.queue_wait(RunConfig(dataset="digits"))
+    assert ahead == 1 and start == pytest.approx(snap.eta_s, rel=0.05)
+    assert JobManager(store, slots_per_device=2).queue_wait(RunConfig(dataset="digits"))[:2] == (
+        0.0, None)  # a free slot: no wait
+    from ui.cost import queue_words
+
+    assert "1 run(s) ahead" in queue_words((start, None, ahead))
+    assert queue_words((0.0, None, 1)) is None and queue_words(None) is None
+    store.finish(rid, RunStatus.CANCELLED)
+    store.close()

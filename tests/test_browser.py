@@ -87,6 +87,33 @@ def test_train_from_the_browser(server, tmp_path):
             browser.close()
 
 
+def test_an_unknown_page_says_so_with_links_and_a_bad_link_leaves_the_url(server):
+    """Issue 43: /no_such_page silently opened the Playground; ?foo=1 stayed in the URL."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            page.goto(f"{server}/no_such_page", wait_until="domcontentloaded")
+            expect(page.get_by_text("No such page")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("no_such_page", exact=False).first).to_be_visible()
+            expect(page.get_by_role("button", name="Train", exact=True)).to_have_count(0)
+            # Streamlit's own "Page not found" dialog comes too (it says it runs the main
+            # page); closed, the page's links lead on
+            page.keyboard.press("Escape")
+            page.get_by_test_id("stMain").get_by_role("link", name="Accountant").click()
+            expect(page.get_by_role("heading", name="Accountant")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("No such page")).to_have_count(0)
+
+            page.goto(f"{server}/?foo=1&eps=2", wait_until="domcontentloaded")
+            expect(page.get_by_text("Ignored in the link")).to_be_visible(timeout=WAIT_MS)
+            expect(page).not_to_have_url(re.compile("foo="), timeout=WAIT_MS)
+            expect(page).to_have_url(re.compile("eps=2"))
+        finally:
+            browser.close()
+
+
 def _pick(page, label: str, option: str) -> None:
     """Choose `option` in the Streamlit selectbox labelled `label`."""
     box = page.get_by_test_id("stSelectbox").filter(has_text=label).first

@@ -31,9 +31,14 @@ def test_train_writes_config_metrics_synthetic_and_grid(tmp_path):
     sigma = metrics["privacy"]["releases"][-1]["noise_multiplier"]
     assert 3.6 < sigma < 3.9  # one release at (1, 1e-5): the exact Gaussian's 3.73
     assert "ExactGaussian" in metrics["accountant"]
-    assert set(metrics["seconds"]) == {"train", "evaluate", "total", "timed", "predicted"}
-    # the cost preview the run was shown, as timed and as corrected (engine/store/cost_cache.py)
-    assert metrics["seconds"]["timed"] > 0 and metrics["seconds"]["predicted"] > 0
+    assert set(metrics["seconds"]) == {"train", "evaluate", "total", "timed", "predicted",
+                                       "score_synthetic", "score_real", "predicted_scoring",
+                                       "predicted_whole"}
+    # the cost preview the run was shown, as timed and as corrected (engine/store/cost_cache.py),
+    # and the scoring it predicted beside what scoring measured (engine/methods/scoring_cost.py)
+    secs = metrics["seconds"]
+    assert secs["timed"] > 0 and secs["predicted"] > 0 and secs["predicted_scoring"] > 0
+    assert secs["predicted_whole"] > secs["predicted"] and secs["score_synthetic"] > 0
     # Chance is .1 on digits; these settings measured LogReg .76–.79 at ε = 1 (3 runs).
     # The margin covers the DP noise, which is never seeded.
     logreg = metrics["accuracy"]["synthetic/logreg"]

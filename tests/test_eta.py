@@ -32,10 +32,23 @@ def _rec(run_id="r", status="running", **kw):
                      **kw)
 
 
+def _events(start=30.0, per_step=0.1, steps=range(1, 26), slow=(30.0, 31.0)):
+    """(step, time) of step events: a slow warm-up (`slow`: the first events' times,
+    data loading and the first steps), then `per_step` seconds a step."""
+    out = []
+    for i, s in enumerate(steps):
+        out.append((s, slow[i] if i < len(slow) else slow[-1] + (s - len(slow)) * per_step))
+    return out
+
+
 def test_remaining_uses_the_runs_own_rate_then_the_evaluation():
     usual = eta.Typical(train_s=100.0, eval_s=10.0)
     row = _rec(phase="train", step=25, total=100, started=0.0)
-    assert eta.remaining_s(row, usual, now=20.0) == pytest.approx(60.0 + 10.0)
+    rate = eta.measured_rate([(s, s * 0.8) for s in range(1, 26)])  # 0.8 s a step
+    assert rate.per_step == pytest.approx(0.8)
+    assert eta.remaining_s(row, usual, now=20.0, rate=rate) == pytest.approx(60.0 + 10.0)
+    # without a measured rate: the usual duration of similar finished runs, never a cold start
+    assert eta.remaining_s(row, usual, now=20.0) == pytest.approx(80.0 + 10.0)
     row = _rec(phase="evaluate", step=25, total=100, started=0.0, eval_started=30.0)
     assert eta.remaining_s(row, usual, now=34.0) == pytest.approx(6.0)
     assert eta.remaining_s(row, eta.Typical(100.0, None), now=34.0) is None
@@ -137,3 +150,45 @@ def test_the_live_view_shows_the_cnn_epochs_while_it_scores():
     text, frac = _cnn_progress({"eval/cnn_epoch": 10, "eval/cnn_max_epochs": 10,
                                 "eval/cnn_real_fit": 1.0})
     assert text.startswith("CNN on the real (reference) data") and frac == 0.99
+
+
+def test_the_rate_leaves_the_warm_up_out_and_says_measuring_before_it_has_one():
+    """Issue 43: "about 1 h" at step 2 of 1,078 for a run of minutes. The warm-up (30 s
+    of loading before step 1, a slow second step) never stands for the rate."""
+    events = _events(per_step=0.1, steps=range(1, 1079))
+    row = _rec(phase="train", step=2, total=1078, started=0.0)
+    assert eta.measured_rate(events[:2]) is None
+    assert eta.remaining_s(row, eta.Typical(), now=31.0, rate=eta.measured_rate(events[:2])) is None
+    assert eta.measured_rate(events[:eta.WARMUP_EVENTS + eta.MIN_MEASURED - 1]) is None
+    rate = eta.measured_rate(events[:eta.WARMUP_EVENTS + eta.MIN_MEASURED])
+    assert rate.per_step == pytest.approx(0.1)  # the steady rate, not (31 s / 2 steps)
+    row = _rec(phase="train", step=rate.last_step, total=1078, started=0.0)
+    left = eta.remaining_s(row, eta.Typical(), now=rate.last_time, rate=rate)
+    assert left == pytest.approx(0.1 * (1078 - rate.last_step))  # about 107 s, not an hour
+    # the scoring the trainer predicted is added until a finished run has measured one
+    row = _rec(phase="train", step=rate.last_step, total=1078, started=0.0,
+               metrics={eta.PREDICTED_SCORING: 200.0})
+    assert eta.remaining_s(row, eta.Typical(), now=rate.last_time, rate=rate) == pytest.approx(
+        left + 200.0)
+    assert eta.remaining_s(row, eta.Typical(eval_s=50.0), now=rate.last_time,
+                           rate=rate) == pytest.approx(left + 50.0)
+    # time since the last event counts down
+    assert eta.remaining_s(row, eta.Typical(), now=rate.last_time + 5, rate=rate) == pytest.approx(
+        left - 5 + 200.0)
+
+
+def test_the_range_comes_from_the_spread_of_the_runs_own_rate():
+    """Steps alternately 0.1 s and 0.3 s apart in halves: the range spans both rates,
+    and the ± shrinks with the steps left."""
+    pts, t = [(1, 0.0), (2, 5.0)], 5.0
+    for s in range(3, 43):
+        t += 0.1 if s < 23 else 0.3
+        pts.append((s, t))
+    rate = eta.measured_rate(pts)
+    assert rate.low == pytest.approx(0.1) and rate.high == pytest.approx(0.3)
+    assert rate.low < rate.per_step < rate.high
+    far = _rec(phase="train", step=42, total=1042)
+    near = _rec(phase="train", step=42, total=52)
+    assert eta.rate_error(far, rate) == pytest.approx(0.1 * 1000)
+    assert eta.rate_error(near, rate) == pytest.approx(0.1 * 10)
+    assert eta.rate_error(far, None) is None

@@ -14,6 +14,8 @@ the sidebar (a signed cookie keeps it across reloads).
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -168,7 +170,40 @@ def line_figure(series: dict[str, tuple[list, list]], *, title: str, x_title: st
                       margin=dict(l=10, r=10, t=36, b=10), xaxis_title=x_title,
                       yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
     if log_x:
-        fig.update_xaxes(type="log")
+        log_axis(fig, "x", [x for xs, _ in series.values() for x in xs])
+    return fig
+
+
+def log_ticks(values) -> tuple[list[float], list[str]]:
+    """Tick values and labels of a log axis over `values`: 1, 2, 5, 10, 20, 50, … (only
+    the powers of ten when that makes more than 12 ticks), each labelled with its own
+    number. Plotly's own log ticks label the minor ones "2" and "5" in every decade, which
+    reads "5, 2, 10, 5, 2, 1" (issue 43)."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if not vals:
+        return [], []
+    lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+    decades = range(lo, hi + 1)
+    ticks = [m * 10.0 ** d for d in decades for m in (1, 2, 5)]
+    ticks = [t for t in ticks if min(vals) / 1.0001 <= t <= max(vals) * 1.0001] or [10.0 ** lo]
+    if len(ticks) > 12:
+        ticks = [10.0 ** d for d in decades if min(vals) / 1.0001 <= 10.0 ** d <= max(vals) * 1.0001]
+    if len(ticks) < 3:  # a narrow range: plotly's own ticks read well there
+        return [], []
+    return ticks, [_tick_label(t) for t in ticks]
+
+
+def _tick_label(t: float) -> str:
+    if t >= 1e5 or t < 1e-3:
+        return f"{t:.0e}".replace("e+0", "e").replace("e-0", "e-")
+    return f"{t:,.3f}".rstrip("0").rstrip(".") if t < 1 else f"{t:,.0f}"
+
+
+def log_axis(fig: go.Figure, axis: str, values) -> go.Figure:
+    """Make `axis` ("x" or "y") logarithmic with `log_ticks` over `values`."""
+    ticks, labels = log_ticks(values)
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    update(type="log", **({"tickvals": ticks, "ticktext": labels} if ticks else {}))
     return fig
 
 

@@ -17,10 +17,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.jobs.manager import JobSnapshot
+from engine.methods.preview import MEASURING
 from engine.store.records import RunStatus, headline_key, real_key
 from engine.data.render import class_rows, grid_scale
 from ui.choices import format_epsilon
-from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, options_key
+from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, log_axis, options_key
 from ui.marginals import marginal_bins
 from ui.runs_table import metric_keys, metric_label
 
@@ -101,7 +102,9 @@ def _progress(snap: JobSnapshot) -> None:
     elif status == RunStatus.RUNNING and snap.stop_requested:
         text += " · stopping…"
     elif status == RunStatus.RUNNING and snap.eta_s is not None:
-        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
+        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left, scoring included"
+    elif status == RunStatus.RUNNING:
+        text += f" · time left: {MEASURING} (the first steps are timed first)"
     st.progress(frac, text=text)
 
 
@@ -137,7 +140,9 @@ def _starting(snap: JobSnapshot) -> str:
         text += f" · {max(0.0, time.time() - snap.started):,.0f} s so far"
     text += " · ε spent 0 so far (nothing released yet)"
     if snap.eta_s is not None:
-        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left"
+        text += f" · estimate: {_about(snap.eta_s, snap.eta_error_s)} left, scoring included"
+    else:
+        text += f" · time left: {MEASURING}"
     return text
 
 
@@ -177,7 +182,7 @@ def draw(snap: JobSnapshot, *, owner: str, artifacts: dict) -> None:
             xs, ys = zip(*_thin(snap.loss_curve))
             fig = line_figure({"loss": (xs, ys)}, title="Training loss", x_title="step",
                               y_title="loss")
-            fig.update_yaxes(type="log")
+            log_axis(fig, "y", ys)
             st.plotly_chart(fig, key="pg_loss_chart")
 
     if snap.probe_curve:

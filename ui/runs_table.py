@@ -105,3 +105,23 @@ def privacy_utility(records: list[RunRecord], metric: str = "synthetic/logreg"
     return {"lines": lines, "metric": metric,
             "nonprivate": {g: float(np.mean(v)) for g, v in nonpriv.items()},
             "real": float(np.mean(real)) if real else None}
+
+
+def chart_dataset(records: list[RunRecord], *preferred: str | None) -> str | None:
+    """The dataset the privacy–utility chart opens on: the first of `preferred` (the
+    dataset of the user's own latest run, then the one chosen in the Playground) that has
+    finished runs, else the one with the most finished runs (ties: name order). It used
+    to open on the first name, breast_cancer."""
+    finished = [r.dataset for r in records if r.status == RunStatus.FINISHED]
+    for name in preferred:
+        if name in finished:
+            return name
+    if not finished:
+        return min((r.dataset for r in records), default=None)
+    return min(set(finished), key=lambda d: (-finished.count(d), d))
+
+
+def grid_columns(n_pictures: int, kind: str) -> int:
+    """Pictures per row of "Sample grids across ε": images side by side (at most 6), a
+    table's marginal charts at most 2 a row (side by side they were slivers)."""
+    return max(1, min(n_pictures, 6 if kind == "image" else 2))

@@ -14,10 +14,10 @@ from engine.methods.registry import available_methods, default_params
 from engine.runs.sweeps import differing_settings, parse_values, settings_label, sweep_configs
 from engine.store.records import RunRecord, RunStatus
 from ui.choices import EPSILON_CHOICES, epsilon_label, format_epsilon
-from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, method_title,
-                       show_input_error)
+from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, log_axis,
+                       method_title, show_input_error)
 from ui.knobs import widgets
-from ui.runs_table import metric_label
+from ui.runs_table import grid_columns, metric_label
 
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
@@ -44,13 +44,22 @@ def pu_figure(pu: dict) -> go.Figure:
                                  name=_config_name(method, settings),
                                  line=dict(color=color, dash=dash), customdata=line["n"],
                                  hovertemplate="ε=%{x}<br>%{y:.3f}<br>%{customdata} run(s)"))
+    # Non-private and real-data references: dashed lines named in the legend. As
+    # annotations, several at nearly the same height printed over each other (issue 43).
+    xs = [e for line in pu["lines"].values() for e in line["epsilon"]] or [0.1, 10.0]
+    span = [min(xs), max(xs)]
     for (method, settings), acc in pu["nonprivate"].items():
-        fig.add_hline(y=acc, line_dash="dash", line_color=PALETTE.get(method),
-                      annotation_text=f"{_config_name(method, settings)}, non-private (ε = ∞)")
+        fig.add_trace(go.Scatter(x=span, y=[acc, acc], mode="lines",
+                                 name=f"{_config_name(method, settings)}, non-private (ε = ∞)",
+                                 line=dict(color=PALETTE.get(method), dash="dash", width=1.5),
+                                 hovertemplate="non-private: %{y:.3f}<extra></extra>"))
     if pu["real"] is not None:
-        fig.add_hline(y=pu["real"], line_dash="dot", line_color="gray",
-                      annotation_text=f"trained on real data ({REAL_NOTE})")
-    fig.update_xaxes(type="log", title="ε")
+        fig.add_trace(go.Scatter(x=span, y=[pu["real"], pu["real"]], mode="lines",
+                                 name=f"trained on real data ({REAL_NOTE})",
+                                 line=dict(color="gray", dash="dot", width=1.5),
+                                 hovertemplate="real data: %{y:.3f}<extra></extra>"))
+    log_axis(fig, "x", xs)
+    fig.update_xaxes(title="ε")
     fig.update_layout(height=400, yaxis_title=f"{label} on real test data",
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2))
     return fig
@@ -65,15 +74,20 @@ def sample_grids(store, runs: list[RunRecord], metric: str) -> None:
             continue
         group = (r.method, settings_label(differing_settings(r.config.to_dict())))
         by.setdefault(group, {}).setdefault(r.epsilon, r)
+    kinds = {d["name"]: d["kind"] for d in dataset_infos()}
     for (method, settings), per_eps in sorted(by.items()):
         st.markdown(f"**{_config_name(method, settings)}**")
-        cols = st.columns(max(len(per_eps), 1))
-        for col, eps in zip(cols, sorted(per_eps)):
-            r = per_eps[eps]
-            png = store.artifacts(r.run_id).get("samples.png")
-            score = "" if metric not in r.metrics else f" · {r.metrics[metric]:.2f}"
-            if png is not None:
-                col.image(str(png), caption=f"ε = {format_epsilon(eps)}{score}")
+        order = sorted(per_eps)
+        kind = kinds.get(per_eps[order[0]].dataset, "image")
+        k = grid_columns(len(order), kind)  # a table's charts: 2 a row, not slivers
+        for row in range(0, len(order), k):
+            cols = st.columns(k)
+            for col, eps in zip(cols, order[row:row + k]):
+                r = per_eps[eps]
+                png = store.artifacts(r.run_id).get("samples.png")
+                score = "" if metric not in r.metrics else f" · {r.metrics[metric]:.2f}"
+                if png is not None:
+                    col.image(str(png), caption=f"ε = {format_epsilon(eps)}{score}")
 
 
 def label_editor(jm, run_id: str, label: dict, *, allowed: bool) -> None:

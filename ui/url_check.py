@@ -3,7 +3,8 @@
 The Playground binds its widgets to the URL; Streamlit silently drops a value it cannot
 use (?eps=abc, ?seed=-5) and shows the default instead. `remember_link()` keeps the
 query string the session opened with; `ignored()` compares it with what the widgets
-ended up holding, so the page can say so in one warning. Reads only.
+ended up holding, so the page can say so in one warning. `drop_unknown()` then takes the keys that are no
+setting here out of the URL, so a copied link does not carry them on.
 """
 
 from __future__ import annotations
@@ -66,3 +67,36 @@ def _judge(widget_keys: set[str]) -> list[str]:
         if got is not None and not _same(asked, got):
             out.append(f"{key}={asked} ({_why(asked, got)}; used {got})")
     return out
+
+
+def drop_unknown(widget_keys: set[str]) -> list[str]:
+    """Remove from the URL every query parameter that is no setting here (the warning
+    from `ignored` has named them); returns the keys removed."""
+    from streamlit.errors import StreamlitAPIException
+
+    gone = []
+    for key in list(st.query_params.keys()):
+        if key in widget_keys or key in _STREAMLIT_OWN:
+            continue
+        try:
+            del st.query_params[key]
+        except StreamlitAPIException:  # bound to a widget of another method: Streamlit's own
+            continue
+        gone.append(key)
+    return gone
+
+
+def unknown_page(url: str | None, url_paths: list[str], base: str = "") -> str | None:
+    """The page path of `url` (the browser's, st.context.url) when no page has it, e.g.
+    "no_such_page"; None for a known page, the app's root, or no URL (tests)."""
+    if not url:
+        return None
+    from urllib.parse import urlparse
+
+    path = urlparse(url).path.strip("/")
+    base = (base or "").strip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        path = path[len(base):].strip("/")
+    if not path or path in {p.strip("/") for p in url_paths}:
+        return None
+    return path

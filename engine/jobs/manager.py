@@ -21,7 +21,7 @@ import atexit
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -382,9 +382,19 @@ class JobManager:
                 return cached[2]
         newest = self.store.last_finished()
 
+        rates = {r.run_id: eta.measured_rate(self.store.step_times(r.run_id))
+                 for r in active if r.status == RunStatus.RUNNING and r.phase != "evaluate"}
+
         def left(r: RunRecord) -> float | None:
-            raw = eta.remaining_s(r, self._usual(r.config, newest), now)
+            raw = eta.remaining_s(r, self._usual(r.config, newest), now, rates.get(r.run_id))
             return self._smooth(r.run_id, "finish", raw, now)
+
+        def error(r: RunRecord) -> float | None:
+            usual, rate = self._usual(r.config, newest), rates.get(r.run_id)
+            if rate is None:
+                return eta.error_of(usual, left_cache.get(r.run_id))
+            own = eta.rate_error(r, rate)  # the run's own spread, and the scoring's
+            return eta._rss(own, eta.error_of(usual, eta.scoring_s(r, usual))) or own
 
         left_cache: dict[str, float | None] = {
             r.run_id: left(r) for r in active if r.status == RunStatus.RUNNING}
@@ -392,11 +402,34 @@ class JobManager:
             active, slots_per_device=self.slots,
             remaining=lambda r: left_cache.get(r.run_id),
             duration=lambda r: self._usual(r.config, newest).total_s,
-            error=lambda r: eta.error_of(self._usual(r.config, newest), left_cache.get(r.run_id)),
+            error=error,
             spread=lambda r: self._usual(r.config, newest).spread_s)
         with self._lock:
             self._plan_cache = (now, state, plan)
         return plan
+
+    def queue_wait(self, config: RunConfig) -> tuple[float | None, float | None, int]:
+        """Before Train: (seconds until a run of `config` submitted now would start, its ±,
+        runs ahead of it) on its device's queue; (0, None, 0) with a free slot; seconds
+        None when a run ahead has no estimate yet."""
+        now = time.time()
+        device = _device_key(config)
+        ahead = [r for r in self.store.active_runs() if r.device == device]
+        if not ahead:
+            return 0.0, None, 0
+        plan = self._plan(now)
+        if sum(r.status == RunStatus.RUNNING for r in ahead) < self.slots and all(
+                r.status == RunStatus.RUNNING for r in ahead):
+            return 0.0, None, len(ahead)
+        newest = self.store.last_finished()
+        phantom = replace(ahead[-1], run_id="\0new", status=RunStatus.QUEUED, config=config)
+        slot = eta.queue_plan(
+            ahead + [phantom], slots_per_device=self.slots,
+            remaining=lambda r: plan[r.run_id].finish_in_s if r.run_id in plan else None,
+            error=lambda r: plan[r.run_id].finish_error_s if r.run_id in plan else None,
+            duration=lambda r: self._usual(r.config, newest).total_s,
+            spread=lambda r: self._usual(r.config, newest).spread_s)[phantom.run_id]
+        return slot.start_in_s, slot.start_error_s, len(ahead)
 
     def _estimates(self, rec: RunRecord) -> dict[str, Any]:
         """Queue position, start and finish estimates of an active run, with their ±

@@ -25,13 +25,16 @@ _COST_KEYS = {"estimated seconds": "seconds", "estimated seconds (timed now)": "
               "estimate basis": "basis", "estimated memory (GB)": "memory_gb",
               "estimated s / step": "per_step_s", "estimated s / iteration": "per_step_s",
               "estimated steps": "steps", "faster with": "faster_with",
-              "estimated CNN seconds (at most)": "cnn_seconds"}
+              "estimated CNN seconds (at most)": "cnn_seconds",
+              "estimated scoring seconds": "scoring_seconds", "scoring basis": "scoring_basis"}
 _NOTES = ("warning", "hint", "refuse")
 
 
 @dataclass(frozen=True)
 class Cost:
-    """What a run will cost on this machine. Training only: the evaluation is extra."""
+    """What a run will cost on this machine: training, then scoring (the classifiers
+    fitted on the synthetic data and the real reference), then the CNN when asked for.
+    `whole_s` is the whole wait once the run starts (the queue is the page's to add)."""
 
     seconds: float | None = None  # as shown: timed, corrected from finished runs; None: being timed
     basis: str = "timed now"  # how `seconds` was found, in words
@@ -43,11 +46,22 @@ class Cost:
     faster_with: str | None = None  # the method's knobs that shorten a run, in words
     # scoring with the CNN (images, when asked), at most: every epoch, synthetic + real
     cnn_seconds: float | None = None
+    # scoring with LogReg, MLP and RF (engine/methods/scoring_cost.py) and how it was found
+    scoring_seconds: float | None = None
+    scoring_basis: str | None = None
 
     @property
     def measuring(self) -> bool:
-        """True while the timing runs in its own process (the page shows MEASURING)."""
-        return self.seconds is None and self.basis == MEASURING
+        """True while a timing runs in its own process (the page shows MEASURING)."""
+        return ((self.seconds is None and self.basis == MEASURING)
+                or (self.scoring_seconds is None and self.scoring_basis == MEASURING))
+
+    @property
+    def whole_s(self) -> float | None:
+        """Training + scoring (+ the CNN at most): None while either is not known."""
+        if self.seconds is None or self.scoring_seconds is None:
+            return None
+        return self.seconds + self.scoring_seconds + (self.cnn_seconds or 0.0)
 
 
 @dataclass(frozen=True)
@@ -73,7 +87,8 @@ def from_method(raw: dict, config, n_train: int) -> Preview:
     cost_fields = {_COST_KEYS[k]: v for k, v in raw.items() if k in _COST_KEYS}
     if "estimated s / iteration" in raw:
         cost_fields["unit"] = "iteration"
-    has_cost = any(k in cost_fields for k in ("seconds", "memory_gb", "basis", "cnn_seconds"))
+    has_cost = any(k in cost_fields for k in ("seconds", "memory_gb", "basis", "cnn_seconds",
+                                              "scoring_seconds"))
     warnings = [delta_warning(config.delta, n_train) if config.private else None,
                 raw.get("warning")]
     seen: list[str] = []
@@ -87,13 +102,18 @@ def from_method(raw: dict, config, n_train: int) -> Preview:
         refuse=raw.get("refuse") or None)
 
 
-def cost_line(cost: Cost | None) -> str:
+def cost_line(cost: Cost | None, *, markdown: bool = False) -> str:
     """The cost in one line, e.g. "about 8 min 3 s of training (timed now, no finished run
-    yet) · 240 steps · 31 ms each · ~1.7 GB memory"; "" when there is no cost."""
+    yet) · 240 steps · 31 ms each · ~1.7 GB memory · then about 3 min 40 s of scoring
+    (...) · about 11 min 43 s in all"; "" when there is no cost."""
     if cost is None:
         return ""
-    head = (f"about {duration(cost.seconds)} of training ({cost.basis})" if cost.seconds is not None
-            else f"training time {cost.basis}")
+    if cost.seconds is not None:
+        head = f"about {duration(cost.seconds)} of training ({cost.basis})"
+    elif cost.basis == MEASURING:
+        head = f"training time {cost.basis}"
+    else:  # a method without a cost module (marginals, AIM)
+        head = "training time not estimated for this method"
     parts = [head]
     if cost.steps is not None:
         parts.append(f"{int(cost.steps):,} {cost.unit}s")
@@ -102,6 +122,14 @@ def cost_line(cost: Cost | None) -> str:
         parts.append(f"{per * 1000:,.0f} ms each" if per < 1 else f"{per:.1f} s each")
     if cost.memory_gb is not None:
         parts.append(f"~{float(cost.memory_gb):.1f} GB memory")
+    if cost.scoring_seconds is not None:
+        parts.append(f"then about {duration(cost.scoring_seconds)} of scoring "
+                     f"(LogReg, MLP, RF; {cost.scoring_basis})")
+    elif cost.scoring_basis:
+        parts.append(f"scoring time {cost.scoring_basis}")
     if cost.cnn_seconds is not None:
         parts.append(f"then up to {duration(cost.cnn_seconds)} to score with the CNN")
+    if cost.whole_s is not None:
+        parts.append(f"**about {duration(cost.whole_s)} in all**" if markdown
+                     else f"about {duration(cost.whole_s)} in all")
     return " · ".join(parts)

@@ -95,7 +95,8 @@ def make_params(method: str, dataset, overrides: dict | None = None):
 
 def estimate_cost(config, dataset, params, **timing) -> dict:
     """The cost keys of `config`'s method from its cost module (COSTS), {} if it has none,
-    and the CNN's scoring time when the run asks for it.
+    the scoring time after training (engine/methods/scoring_cost.py) and the CNN's when the run
+    asks for it.
     `timing`: `threads` and `away`, where not to time (engine/runs/cost_probe.away)."""
     from engine.core.device import resolve_device
 
@@ -106,7 +107,21 @@ def estimate_cost(config, dataset, params, **timing) -> dict:
                                                                      device, **timing)
     if config.cnn_eval and dataset.kind == "image":
         out["estimated CNN seconds (at most)"] = _cnn_cost(config, dataset, device, **timing)
-    return out
+    return {**out, **_scoring_cost(config, dataset, **timing)}
+
+
+def _scoring_cost(config, dataset, **timing) -> dict:
+    """Scoring after training (LogReg, MLP, RF; engine/methods/scoring_cost.py). A process that
+    times here (a trainer, the CLI) knows whether it fitted the real-data reference
+    already; the web server (`away`) does not, and counts it."""
+    from engine.methods import scoring_cost
+
+    fitted = False
+    if timing.get("away") is None:
+        from engine.evaluation.utility import real_reference_fitted
+
+        fitted = real_reference_fitted(dataset, seed=config.seed)
+    return scoring_cost.estimate(config, dataset, real_fitted=fitted, **timing)
 
 
 def _cnn_cost(config, dataset, device, **timing) -> float | None:

@@ -109,6 +109,11 @@ def main(argv: list[str]) -> int:
 
     os.nice(PROBE_NICE)
     torch.set_num_threads(plan().threads)  # what a trainer slot gets
+    # ... and its BLAS pools, as engine/jobs/worker.py sets them for scikit-learn's scoring
+    # (unlimited, the scoring probe timed 10x slow on a busy machine)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(plan().threads)
     measure(RunConfig.from_dict(json.loads(argv[0])))
     return 0
 

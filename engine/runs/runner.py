@@ -21,6 +21,7 @@ from engine.ledger import budget as ledger
 from engine.privacy.search_plan import SPEC
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
+from engine.store.eta import PREDICTED_SCORING
 from engine.methods.events import Event, TrainResult
 from engine.runs.artifacts import write_metrics, write_samples_png, write_synthetic
 from engine.core.jsonsafe import jsonable
@@ -121,10 +122,16 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     t0 = time.perf_counter()
     result: TrainResult | None = None
     last = None
+    first = True
     for event in prepared.method.train(config, prepared.params, data, device, stop):
         if event.phase == "done":
             result, last = event.result, event
             break
+        if first and cost is not None and cost.scoring_seconds is not None:
+            # the live view's scoring estimate until a finished run measured one (engine/store/eta.py)
+            event.metrics = {**(event.metrics or {}),
+                             PREDICTED_SCORING: cost.scoring_seconds + (cost.cnn_seconds or 0.0)}
+        first = False
         yield event
     if result is None:
         raise RuntimeError("the trainer ended without a result")
@@ -134,6 +141,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
     write_synthetic(out, result, data)
     write_samples_png(out / "samples.png", result, data)
     scores: dict = {}
+    scoring: dict = {}  # seconds of the synthetic fits and of the real reference
     t1 = time.perf_counter()
     if full_eval and not cancelled:
         from engine.evaluation.utility import full_evaluation
@@ -142,7 +150,7 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
         yield Event("evaluate", last.step, last.total, result.privacy.epsilon_spent,
                     message="evaluating on the real test split")
 
-        scores = full_evaluation(result.x, result.y, data, seed=config.seed)
+        scores = full_evaluation(result.x, result.y, data, seed=config.seed, seconds=scoring)
         labelled = "note" not in scores  # unlabelled synthetic data: no classifier at all
         if config.cnn_eval and data.kind == "image" and labelled:
             scores.update((yield from _cnn_events(result, data, config, device, last)))
@@ -168,7 +176,11 @@ def _run(config, prepared: Prepared, out: Path, stop, full_eval: bool):
                     "total": round(time.perf_counter() - t0, 3),
                     # the preview's training seconds: as timed, and as shown (corrected)
                     "timed": cost.timed_seconds if cost else None,
-                    "predicted": cost.seconds if cost else None},
+                    "predicted": cost.seconds if cost else None,
+                    # scoring, measured (engine/methods/scoring_cost.py learns from these) and predicted
+                    **scoring,
+                    "predicted_scoring": cost.scoring_seconds if cost else None,
+                    "predicted_whole": cost.whole_s if cost else None},
         "n_train": data.n_train, "n_test": len(data.y_test), "n_synthetic": len(result.y),
         "device": str(device),
         "info": jsonable({**result.info, "stopped": result.stopped}),  # as metrics.json had it

@@ -122,17 +122,23 @@ class TimedCache:
                 path.unlink(missing_ok=True)
 
 
+def default_store():
+    """This user's run store, opened once per process for reading; None when there is none."""
+    from engine.store.runs import RunStore, default_root
+
+    root = default_root()
+    if not (root / "runs.db").exists():
+        return None
+    return _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
+
+
 def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
     """measured / timed training seconds of the newest finished runs of `method` on
     `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
     try:
-        if store is None:
-            from engine.store.runs import RunStore, default_root
-
-            root = default_root()
-            if not (root / "runs.db").exists():  # no store yet: nothing finished
-                return []
-            store = _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
+        store = store if store is not None else default_store()
+        if store is None:  # no store yet: nothing finished
+            return []
         out: list[float] = []
         for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
             try:

@@ -2,9 +2,14 @@
 how long a running one has left.
 
 Every figure here is an estimate, and the pages say so. Sources, best first: the run's
-own step rate while it trains; otherwise the median measured duration of the newest
-finished runs with the same config except the seed, else the same config except seed,
-ε and δ. Without either there is no estimate (None), never a made-up number.
+own step rate while it trains, measured between its step events once the first
+`WARMUP_EVENTS` are past (a cold start, data loading and the first slow steps, never
+stands for the rate: at step 2 of 1,078 that said "about 1 h" for a 4-minute run);
+otherwise the median measured duration of the newest finished runs with the same config
+except the seed, else the same config except seed, ε and δ. Scoring after training is
+the finished runs' measured scoring time, else the run's own preview of it (the trainer
+logs it as `PREDICTED_SCORING`). Without any of these there is no estimate (None: the
+page says "measuring…"), never a made-up number.
 
 Three rules keep the figures trustworthy on a busy day:
 - order: only the running runs' time left is smoothed between polls; queued runs' start
@@ -31,6 +36,10 @@ _LOOSER = (("seed",), ("seed", "epsilon", "delta"))
 _NEWEST = 5  # finished runs a median is taken over
 SMOOTHING = 0.2  # weight of a new finish estimate against the previous (per poll)
 OVERDUE = 0.25  # an overdue run still needs at least this share of the time it has taken
+WARMUP_EVENTS = 3  # step events left out of a run's rate: start-up and the first slow steps
+MIN_MEASURED = 4  # step events after the warm-up before a rate is trusted
+RATE_CHUNKS = 4  # the measured steps are cut in this many parts; their rates give the range
+PREDICTED_SCORING = "cost/scoring_s"  # the run's preview of its scoring seconds (a metric row)
 
 
 @dataclass(frozen=True)
@@ -65,27 +74,79 @@ def _without(config: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in keys}
 
 
-def remaining_s(rec: RunRecord, usual: Typical, now: float | None = None) -> float | None:
-    """Seconds until the run ends: its whole usual duration while queued, its own step
-    rate while training (plus the usual evaluation), the usual evaluation time less what
-    has passed while evaluating."""
+@dataclass(frozen=True)
+class Rate:
+    """A run's measured seconds per step after its warm-up: the mean, and the slowest
+    and fastest of its parts (the range a time left is given with)."""
+
+    per_step: float
+    low: float
+    high: float
+    last_step: int
+    last_time: float
+
+
+def measured_rate(points: list[tuple[int, float]]) -> Rate | None:
+    """The step rate from (step, time) of a run's step events, in order. Timing starts
+    at event WARMUP_EVENTS (the intervals before it are the warm-up, left out); None
+    until MIN_MEASURED intervals after it have come."""
+    pts = [(s, t) for s, t in points if s is not None and t is not None]
+    pts = pts[WARMUP_EVENTS - 1:] if len(pts) >= WARMUP_EVENTS else []
+    # the rate starts at the last warm-up event: the measured intervals are all later
+    if len(pts) < MIN_MEASURED + 1 or pts[-1][0] <= pts[0][0]:
+        return None
+    (s0, t0), (s1, t1) = pts[0], pts[-1]
+    mean = (t1 - t0) / (s1 - s0)
+    parts = []
+    k = max(1, (len(pts) - 1) // RATE_CHUNKS)
+    for i in range(0, len(pts) - 1, k):
+        (a, ta), (b, tb) = pts[i], pts[min(i + k, len(pts) - 1)]
+        if b > a:
+            parts.append((tb - ta) / (b - a))
+    return Rate(mean, min(parts + [mean]), max(parts + [mean]), s1, t1)
+
+
+def scoring_s(rec: RunRecord, usual: Typical) -> float | None:
+    """Seconds of scoring after training: what similar finished runs measured, else
+    the run's own preview of it (logged by the trainer), else None."""
+    if usual.eval_s is not None:
+        return usual.eval_s
+    predicted = (rec.metrics or {}).get(PREDICTED_SCORING)
+    return float(predicted) if predicted is not None else None
+
+
+def remaining_s(rec: RunRecord, usual: Typical, now: float | None = None,
+                rate: Rate | None = None) -> float | None:
+    """Seconds until the run ends: its whole usual duration while queued; while
+    training, its own measured step rate (`rate`, engine/store/eta.measured_rate) times the
+    steps left, or before that the usual training time of similar finished runs, plus
+    the scoring (`scoring_s`); while scoring, the scoring time less what has passed."""
     now = time.time() if now is None else now
     if rec.status == RunStatus.QUEUED:
         return usual.total_s
     if rec.status != RunStatus.RUNNING:
         return 0.0
+    score = scoring_s(rec, usual)
     if rec.phase == "evaluate" and rec.eval_started is not None:
-        if usual.eval_s is None:
+        if score is None:
             return None
-        return left_of(usual.eval_s, now - rec.eval_started)
-    step, total, started = rec.step, rec.total, rec.started
-    if started is not None and step > 0 and total:
-        train_left = (now - started) / step * max(0, total - step)
+        return left_of(score, now - rec.eval_started)
+    total, started = rec.total, rec.started
+    if rate is not None and total:
+        train_left = max(0.0, rate.per_step * max(0, total - rate.last_step)
+                         - max(0.0, now - rate.last_time))
     elif started is not None and usual.train_s is not None:
         train_left = left_of(usual.train_s, now - started)
     else:
+        return None  # measuring: never extrapolated from a cold start
+    return train_left + (score or 0.0)
+
+
+def rate_error(rec: RunRecord, rate: Rate | None) -> float | None:
+    """± seconds of the training time left from the spread of the run's own rate."""
+    if rate is None or not rec.total:
         return None
-    return train_left + (usual.eval_s or 0.0)
+    return (rate.high - rate.low) / 2 * max(0, rec.total - rate.last_step)
 
 
 def left_of(usual_s: float, elapsed_s: float) -> float:
@@ -127,9 +188,10 @@ def evaluation_progress(rec: RunRecord, usual: Typical,
     """(seconds spent evaluating, fraction done by the usual duration or None)."""
     now = time.time() if now is None else now
     spent = max(0.0, now - (rec.eval_started or now))
-    if usual.eval_s is None or usual.eval_s <= 0:
+    score = scoring_s(rec, usual)
+    if score is None or score <= 0:
         return spent, None
-    return spent, min(0.99, spent / usual.eval_s)  # never "done" before it is
+    return spent, min(0.99, spent / score)  # never "done" before it is
 
 
 @dataclass(frozen=True)

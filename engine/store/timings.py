@@ -34,3 +34,11 @@ class TimingsMixin:
                         "eval_s": None if r["eval_started"] is None
                         else r["ended"] - r["eval_started"]})
         return out
+
+    def step_times(self, run_id: str) -> list[tuple[int, float]]:
+        """(step, time of its first event) of a run's steps after step 0, in step order
+        (engine/store/eta.measured_rate). Every event logs the ε spent, whatever the method, so
+        those rows time the steps."""
+        return [(r["step"], r["t"]) for r in self._con().execute(
+            "SELECT step, MIN(time) AS t FROM metrics WHERE run_id=? AND key='epsilon_spent' "
+            "AND step > 0 GROUP BY step ORDER BY step", (run_id,))]

@@ -1,0 +1,158 @@
+"""What scoring a run will cost on this machine, before it runs: the LogReg, MLP and RF
+fits on the synthetic data and, once per process, on the real training split (the
+reference), plus the tabular fidelity. On Fashion-MNIST that is minutes (223 s of a
+4.5-minute run, issue 43) and the preview used to leave it out.
+
+Sources, best first, as for training (engine/store/cost_cache.py):
+- measured: the scoring seconds that the newest finished runs in this store recorded
+  (metrics.json "seconds": "score_synthetic", "score_real") on the same data shape
+  (dataset, n_train, n_synthetic, CNN or not), any method: scoring sees only the
+  synthetic data's shape. The real-data reference is counted where this process has
+  not fitted it yet (`engine.evaluation.utility.real_reference_fitted`); the web server cannot
+  know which trainer will take the run and counts it.
+- timed: each classifier fitted here on PROBE_ROWS rows of stand-in data of the run's
+  shape (uniform noise labelled by a random linear map: public random numbers, no record
+  read, so no privacy cost), scaled to the run's sizes in proportion (`scaled`). Cached
+  like the training rates (on disk, re-timed when old or when the load moved), and timed
+  away from the web server (engine/runs/cost_probe.py) like them. A rough first figure:
+  finished runs replace it (bench/preview_error.py prints both errors).
+Nothing here reads a record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from engine.store import cost_cache
+from engine.methods.preview import MEASURING
+
+SECONDS_KEY = "estimated scoring seconds"
+BASIS_KEY = "scoring basis"
+PROBE_ROWS = 4000  # stand-in rows each classifier is timed on (fewer for a smaller set)
+RF_SHARE = 5  # the forest is timed on 1/RF_SHARE of its trees (the probe's slowest fit)
+NEWEST = 5  # finished runs a measured figure is the median of
+_RATES = cost_cache.TimedCache("scoring")
+
+
+def _width(data) -> int:
+    """Columns of the classifiers' design matrix (engine/evaluation/utility.design_matrix)."""
+    if data.kind == "image":
+        return int(math.prod(data.x_train.shape[1:]))
+    return sum(1 if c.kind == "num" else len(c.categories) for c in data.columns)
+
+
+def stand_in(n: int, width: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Public random numbers of a design matrix's shape, with learnable labels."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, width), dtype=np.float32)
+    w = rng.standard_normal((width, classes)).astype(np.float32)
+    y = np.argmax(x @ w + 2 * rng.gumbel(size=(n, classes)), axis=1)
+    return x, y
+
+
+def _calibrate(width: int, classes: int, tabular: bool, models: tuple[str, ...],
+               rows: int) -> dict:
+    """{model: seconds of a fit + predict on `rows` stand-in rows}."""
+    from engine.evaluation.utility import make_classifier
+
+    out: dict[str, float] = {}
+    x, y = stand_in(rows, width, classes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings on noise: timing only
+        for model in models:
+            clf, share = make_classifier(model, scale=tabular), 1.0
+            if model == "rf":  # its trees cost alike: time a few, count them all
+                trees = clf.get_params()["n_estimators"]
+                clf.set_params(n_estimators=max(1, trees // RF_SHARE))
+                share = clf.get_params()["n_estimators"] / trees
+            t = time.perf_counter()
+            clf.fit(x, y).predict(x[:200])
+            out[model] = (time.perf_counter() - t) / share
+    return out
+
+
+def scaled(seconds: float, rows: int, n: int) -> float:
+    """Seconds of a fit on `n` rows from one on `rows` stand-in rows: in proportion.
+    Per classifier the stand-in is off both ways (on Fashion-MNIST's shape, 4,000 rows:
+    LogReg 4x fast, the MLP 1.5x and the forest 1.2x slow against the real records'
+    fits, which grow faster than n); their sum scaled in proportion came within 5 % of
+    the real fits on 60,000 (docs/results.md, "Cost before Train"). Finished runs'
+    measured seconds replace it as soon as there are any."""
+    return seconds * max(n, 1) / max(rows, 1)
+def _same_shape(metrics: dict, config, data, n_syn: int) -> bool:
+    return (metrics.get("n_train") == data.n_train and metrics.get("n_synthetic") == n_syn
+            and bool(config.cnn_eval) == any(k.startswith("synthetic/cnn")
+                                             for k in metrics.get("accuracy") or {}))
+
+
+def finished_scoring(config, data, store=None) -> list[dict[str, float]]:
+    """Scoring seconds that the newest finished runs here measured on this data shape:
+    [{"synthetic": s, "real": s or None}] (None: that run's reference was fitted before)."""
+    n_syn = config.n_synthetic or data.n_train
+    try:
+        store = store if store is not None else cost_cache.default_store()
+        if store is None:
+            return []
+        out = []
+        for rec in store.list_runs(dataset=config.dataset, status="finished"):
+            if rec.sweep == "gallery":  # measured on another machine
+                continue
+            try:
+                m = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
+            except (OSError, ValueError):
+                continue
+            secs = m.get("seconds") or {}
+            syn = secs.get("score_synthetic")
+            if isinstance(syn, (int, float)) and _same_shape(m, config, data, n_syn):
+                real = secs.get("score_real")
+                out.append({"synthetic": float(syn),
+                            "real": float(real) if isinstance(real, (int, float)) and real > 0
+                            else None})
+            if len(out) >= NEWEST:
+                break
+        return out
+    except Exception:  # a store we cannot read: no measured figure, the basis says so
+        return []
+
+
+def estimate(config, data, *, threads: int | None = None, away=None, store=None,
+             real_fitted: bool = False) -> dict[str, Any]:
+    """The preview's scoring keys: SECONDS_KEY and BASIS_KEY (the CNN, when asked for,
+    is engine/methods/registry's "estimated CNN seconds (at most)", on top).
+    `real_fitted`: this process has the real-data reference already (it is not fitted again)."""
+    from engine.evaluation.utility import MODELS
+
+    n_syn = config.n_synthetic or data.n_train
+    seen = finished_scoring(config, data, store)
+    if seen:
+        syn = statistics.median(s["synthetic"] for s in seen)
+        reals = [s["real"] for s in seen if s["real"] is not None]
+        real = 0.0 if real_fitted else (statistics.median(reals) if reals else syn * data.n_train / n_syn)
+        n = len(seen)
+        return {SECONDS_KEY: syn + real,
+                BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} on this data"
+                           + ("" if real_fitted else ", real-data reference included")}
+    if threads is None:  # this process times: its own threads (the web server passes them)
+        import torch
+
+        threads = torch.get_num_threads()
+    rows = min(PROBE_ROWS, max(n_syn, data.n_train))
+    key = ("scoring", _width(data), data.n_classes, data.kind, MODELS, rows, threads)
+    compute = lambda: _calibrate(_width(data), data.n_classes, data.kind != "image", MODELS,  # noqa: E731
+                                 rows)
+    timed = away(_RATES, key) if away is not None else _RATES.get(key, compute)
+    if timed is None:
+        return {BASIS_KEY: MEASURING}
+    seconds = sum(scaled(timed[m], rows, n_syn) for m in MODELS)
+    if not real_fitted:
+        seconds += sum(scaled(timed[m], rows, data.n_train) for m in MODELS)
+    return {SECONDS_KEY: float(seconds),
+            BASIS_KEY: "timed now on stand-in data, no finished run yet"
+                       + ("" if real_fitted else ", real-data reference included")}

@@ -1,0 +1,77 @@
+"""Scoring after training in the cost preview (engine/methods/scoring_cost.py): measured by
+finished runs when there are any, else timed on stand-in data; the whole wait in the
+preview's line (issue 43: Fashion's 223 s of scoring were left out). No timing asserted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.methods import scoring_cost
+from engine.core.config import RunConfig
+from engine.methods.preview import MEASURING, Cost, cost_line
+from engine.store.records import RunStatus
+from engine.store.runs import RunStore
+
+
+def _finished(store, config, *, syn, real, n_train, n_syn, sweep=None, cnn=False):
+    rid = store.create_run(config, sweep=sweep)
+    acc = {"synthetic/logreg": 0.5, **({"synthetic/cnn": 0.5} if cnn else {})}
+    (store.artifact_dir(rid) / "metrics.json").write_text(json.dumps({
+        "n_train": n_train, "n_synthetic": n_syn, "accuracy": acc,
+        "seconds": {"score_synthetic": syn, "score_real": real, "evaluate": syn + real}}))
+    store.finish(rid, RunStatus.FINISHED)
+    return rid
+
+
+def test_finished_runs_on_the_same_data_give_the_scoring_time(tmp_path, digits):
+    store = RunStore(tmp_path)
+    cfg = RunConfig(method="dpmerf", dataset="digits")
+    n = digits.n_train
+    _finished(store, RunConfig(method="marginals", dataset="digits"), syn=4.0, real=6.0,
+              n_train=n, n_syn=n)  # any method: scoring sees only the synthetic shape
+    _finished(store, cfg, syn=2.0, real=0.0, n_train=n, n_syn=n)  # reference fitted before
+    _finished(store, cfg, syn=99.0, real=99.0, n_train=n, n_syn=n, sweep="gallery")  # elsewhere
+    _finished(store, cfg, syn=50.0, real=50.0, n_train=n, n_syn=500)  # another size
+    _finished(store, cfg, syn=70.0, real=70.0, n_train=n, n_syn=n, cnn=True)  # with the CNN
+    out = scoring_cost.estimate(cfg, digits, store=store,
+                                away=lambda *a: pytest.fail("timed with measured runs"))
+    assert out[scoring_cost.SECONDS_KEY] == pytest.approx(3.0 + 6.0)  # median syn + real
+    assert "measured by 2 finished runs" in out[scoring_cost.BASIS_KEY]
+    fitted = scoring_cost.estimate(cfg, digits, store=store, real_fitted=True)
+    assert fitted[scoring_cost.SECONDS_KEY] == pytest.approx(3.0)
+    store.close()
+
+
+def test_without_finished_runs_it_is_timed_on_stand_in_data_or_measuring(tmp_path, digits,
+                                                                         monkeypatch):
+    store = RunStore(tmp_path)
+    cfg = RunConfig(method="dpmerf", dataset="digits", n_synthetic=3000)
+    out = scoring_cost.estimate(cfg, digits, store=store, away=lambda cache, key: None)
+    assert out == {scoring_cost.BASIS_KEY: MEASURING}  # the probe's process times it
+
+    rows = min(scoring_cost.PROBE_ROWS, 3000)
+    monkeypatch.setattr(scoring_cost, "_calibrate",
+                        lambda width, classes, tabular, models, n: {m: 1.0 for m in models})
+    monkeypatch.setattr(scoring_cost, "_RATES", scoring_cost.cost_cache.TimedCache())
+    out = scoring_cost.estimate(cfg, digits, store=store)
+    per_row = 3 / rows  # three classifiers, 1 s each on `rows` stand-in rows
+    assert out[scoring_cost.SECONDS_KEY] == pytest.approx(per_row * (3000 + digits.n_train))
+    assert "stand-in" in out[scoring_cost.BASIS_KEY]
+    store.close()
+
+
+def test_the_stand_in_reads_no_record_and_has_learnable_labels():
+    x, y = scoring_cost.stand_in(300, 64, 10)
+    assert x.shape == (300, 64) and 0 <= x.min() and x.max() <= 1 and len(set(y)) > 2
+
+
+def test_the_cost_line_gives_the_whole_wait():
+    cost = Cost(seconds=70.0, scoring_seconds=150.0, scoring_basis="measured by 2 finished runs",
+                steps=1078, per_step_s=0.064)
+    line = cost_line(cost)
+    assert "about 70 s of training" in line and "2 min 30 s of scoring" in line
+    assert "3 min 40 s in all" in line and cost.whole_s == 220.0
+    assert Cost(seconds=70.0, scoring_basis=MEASURING).measuring  # scoring still timed
+    assert Cost(seconds=70.0, scoring_basis=MEASURING).whole_s is None
