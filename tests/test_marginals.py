@@ -109,6 +109,20 @@ def test_binning_reads_each_record_alone():
     assert (a != b).any(1).nonzero()[0].tolist() == [7]
 
 
+def test_a_non_negative_column_is_binned_on_the_grid_at_or_above_zero():
+    """A column declared non-negative (public) gets no cells below 0: noise alone in such a
+    cell, drawn and then clipped by `enforce`, put exactly 0 into a zero-inflated column's
+    continuous part (all synthetic gains at 0 in one run of five)."""
+    data = _table(50, public=False)
+    data.columns[2] = replace(data.columns[2], nonneg=True)
+    signed, nonneg = marginals.public_columns(data, 8, steps_per_octave=2)[::2]
+    assert signed.edges[0] < 0 and nonneg.edges[0] == 0.0
+    assert nonneg.size == (signed.size - 1) // 2 + 1 and len(nonneg.edges) == nonneg.size + 1
+    # a value below 0 still lands in exactly one cell, the first: [0, 2^-10)
+    codes = marginals.bin_codes(np.array([[0.0, 0, -5.0], [1e12, 1, 3.0]]), [signed, signed, nonneg])
+    assert codes[0, 2] == 0 and nonneg.edges[codes[1, 2]] <= 3.0 < nonneg.edges[codes[1, 2] + 1]
+
+
 # ------------------------------------------------------------------ the budget
 
 

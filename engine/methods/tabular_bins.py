@@ -31,7 +31,9 @@ def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
                    steps_per_octave: int | None = None) -> list[Column]:
     """The bins of every column, from public metadata only. A numeric column without
     public bounds is binned on bounds released for it (`released`: column index → (lo,
-    hi), as AIM releases them) or else on dp_bounds' grid with `steps_per_octave`."""
+    hi), as AIM releases them) or else on dp_bounds' grid with `steps_per_octave` (its
+    non-negative half for a column declared non-negative: the kind is public, and cells
+    below 0 would only hold noise that `enforce` then clips to exactly 0)."""
     if data.kind == "image":
         edges = np.linspace(0.0, 1.0, bins + 1)
         return [Column(edges, bins)] * n_columns(data)
@@ -44,6 +46,8 @@ def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
             out.append(Column(np.linspace(bounds[0], bounds[1], bins + 1), bins, floor=True))
         elif steps_per_octave is not None:
             edges = dp_bounds.grid(steps_per_octave)
+            if c.nonneg:
+                edges = edges[edges >= 0.0]
             out.append(Column(edges, len(edges) - 1, floor=True))
         else:
             raise ValueError(f"column {c.name!r}: no public bounds, none released, no grid")
