@@ -1,6 +1,6 @@
 """Benchmark (not a test): empirical privacy audit of every method, with planted bugs.
 
-For every registered method, each audit of engine/audit/lower_bound.py METHOD_AUDITS (DP-MERF's
+For every registered method, each audit its AUDIT module declares (engine/audit/lower_bound.method_audits; DP-MERF's
 `_release`: image embedding, mixed tabular embedding, class counts, numeric-bounds
 histogram; DataLens through `train` and at the vote level; the marginals baseline and AIM
 through `train`) runs the REAL code on a worst-case neighbouring pair many times and prints the
@@ -63,9 +63,9 @@ def main(argv=None) -> None:
                          "float64 torch.randn under the same entry")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    names = [n for m in audit.METHOD_AUDITS.values() for n in m
+    names = [n for m in audit.method_audits().values() for n in m
              if args.only is None or n in args.only]
-    method_of = {n: m for m, ns in audit.METHOD_AUDITS.items() for n in ns}
+    method_of = {n: m for m, ns in audit.method_audits().items() for n in ns}
 
     print(f"{args.confidence:.1%} lower bounds on epsilon (releases configured for "
           f"delta={args.delta:g}), min .. max over {args.repeats} audits (threshold on 30%, "

@@ -177,15 +177,15 @@ def _broken_by(margin, res):
     return res.epsilon_lb > res.claimed_epsilon + margin
 
 
-# Every registered method has audits, through the path its run takes (engine/audit/lower_bound.py
-# METHOD_AUDITS); a method added to the registry without one fails here.
+# Every registered method has audits, through the path its run takes (its AUDIT module,
+# engine/audit/lower_bound.method_audits); a method added to the registry without one fails here.
 AUDITED = [(method, name) for method in METHODS
-           for name in audit.METHOD_AUDITS.get(method, (None,))]
+           for name in audit.method_audits().get(method, (None,))]
 
 
 @pytest.mark.parametrize("method,name", AUDITED, ids=[f"{m}: {n}" for m, n in AUDITED])
 def test_every_registered_method_is_audited_and_passes(method, name):
-    assert name in audit.RELEASES, f"{method} has no audit through its run path"
+    assert name in audit.releases(), f"{method} has no audit through its run path"
     ok = _audit(name)
     assert ok.passed, ok
     assert ok.epsilon_lb > 0.4 * ok.claimed_epsilon, ok  # the audit is not vacuous
@@ -194,7 +194,7 @@ def test_every_registered_method_is_audited_and_passes(method, name):
 def test_datalens_audit_pair_is_worst_case_through_the_real_teachers():
     """The target teacher's vote, computed by the real nets and `teacher_votes`, is the
     mirror image between D0 and D1: the vote sums differ by exactly 2√k."""
-    from engine.audit.train import vote_change
+    from engine.methods.datalens.audit import vote_change
 
     assert vote_change() == pytest.approx(1.0)
 
@@ -203,8 +203,8 @@ def test_aim_selection_sensitivity_holds_and_is_attained():
     """The sensitivity `aim.train` hands `_select` bounds how far a replaced record moves
     any quality score, and the audit pair moves one by exactly that much: an understated
     sensitivity (ratio 2 when halved) fails here, where the black-box audit cannot see
-    it (engine/audit/aim.py)."""
-    from engine.audit.aim import selection_sensitivity_ratio
+    it (engine/methods/aim/audit.py)."""
+    from engine.methods.aim.audit import selection_sensitivity_ratio
 
     assert selection_sensitivity_ratio() == pytest.approx(1.0, abs=1e-9)
 
@@ -214,14 +214,14 @@ def test_aim_charges_the_selections_it_runs():
     same ε and sensitivity (the `drawn` check of the Gaussians, for the exponential
     mechanism: a selection run at 2ε_t but charged ε_t stays inside the black-box
     audit, which sees at most half an exponential mechanism's ε)."""
-    from engine.audit.aim import selections_as_reported
+    from engine.methods.aim.audit import selections_as_reported
 
     ran, charged = selections_as_reported()
     assert ran and ran == charged
 
 
 def test_every_audit_belongs_to_a_registered_method():
-    assert {n for _, n in AUDITED} == set(audit.RELEASES)
+    assert {n for _, n in AUDITED} == set(audit.releases())
 
 
 def _scale_noise(module, factor=0.5):

@@ -58,7 +58,7 @@ def test_loader_adds_each_run_once(built, tmp_path):
 def test_plan_covers_each_method_and_epsilon_on_digits():
     """On digits, or on breast_cancer for a method that models tables only (AIM); and
     every method that models tables on breast_cancer too, for one chart of them all."""
-    names = [gallery.entry_name(c) for c in gallery.plan(fashion=False)]
+    names = [gallery.entry_name(c) for c in gallery.plan(more=False)]
     tables = [m for m in METHODS if "tabular" in getattr(get_method(m), "DATA_KINDS",
                                                          ("image", "tabular"))]
     for method in METHODS:
@@ -74,7 +74,7 @@ def test_plan_covers_each_method_and_epsilon_on_digits():
 def test_committed_gallery_loads(tmp_path):
     entries = list(gallery.entries())
     # Every entry is in the plan, whichever datasets this machine has.
-    planned = {gallery.entry_name(c) for c in gallery.plan(fashion_datalens=True,
+    planned = {gallery.entry_name(c) for c in gallery.plan(slow=True,
                                                           only_available=False)}
     assert entries, "build it: python -m engine gallery"
     assert {name for name, *_ in entries} <= planned

@@ -14,6 +14,7 @@ import pytest
 
 from engine.runs import slots
 from engine.core.config import RunConfig
+from engine.core.processes import TORCH_BASELINE_GB
 from engine.core.errors import InputError
 from engine.jobs.manager import JobManager, NotOwner
 from engine.store.runs import RunStatus, RunStore
@@ -252,7 +253,7 @@ def test_a_second_run_starts_only_where_memory_allows():
     assert not slots.fits(None, [1.0], mem) and not slots.fits(1.0, [None], mem)  # unknown
     cfg = RunConfig(method="dpmerf", dataset="digits")
     need = slots.run_memory_gb(cfg)
-    assert need is not None and slots.BASELINE_GB < need < 2.0
+    assert need is not None and TORCH_BASELINE_GB < need < 2.0
 
 
 def test_evaluating_has_its_own_state_and_progress(jm):

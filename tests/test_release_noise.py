@@ -25,9 +25,9 @@ torch.set_num_threads(1)
 TRIALS = 4000
 
 
-@pytest.fixture(scope="module", params=list(audit_noise.DRAWS))
+@pytest.fixture(scope="module", params=list(audit_noise.draws()))
 def draws(request):
-    return audit_noise.DRAWS[request.param](TRIALS)
+    return audit_noise.draws()[request.param](TRIALS)
 
 
 def _residuals(d):

@@ -121,20 +121,19 @@ def _cnn_progress(metrics: dict) -> tuple[str, float] | None:
 
 
 def _starting(snap: JobSnapshot) -> str:
-    """A running run before its first step: what it is doing (DataLens builds its
-    teachers first, which takes a while on big data) and what is known so far."""
+    """A running run before its first step: what it is doing (its method's `starting`,
+    e.g. DataLens building its teachers, which takes a while on big data) and what is
+    known so far."""
     cfg, what = snap.config, "preparing"
-    if cfg.method == "datalens":
-        what = "building the teachers"
-        try:
-            from engine.methods.registry import make_params
+    try:
+        from engine.methods.registry import make_params, part
 
-            p = make_params(cfg.method, load_dataset(cfg.dataset, options_key(
-                cfg.data_options or {})), cfg.params)
-            what = (f"building {p.teachers:,} teachers ({p.first_teacher_steps} updates "
-                    "each before the first student step)")
-        except Exception:  # the data is not loadable here: say less, never fail the view
-            pass
+        starting = part(cfg.method, "starting")
+        if starting is not None:
+            what = starting(make_params(cfg.method, load_dataset(cfg.dataset, options_key(
+                cfg.data_options or {})), cfg.params))
+    except Exception:  # the data is not loadable here: say less, never fail the view
+        pass
     text = f"starting: {what}…"
     if snap.started:
         text += f" · {max(0.0, time.time() - snap.started):,.0f} s so far"

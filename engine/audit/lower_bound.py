@@ -14,39 +14,56 @@ Clopper–Pearson upper bounds (each at level α/2, so both hold together with p
 the implementation does not meet its claim (wrong σ, wrong sensitivity, ...).
 
 The releases themselves, run through the engine's own code with planted bugs caught, are
-in engine/audit/releases.py, train.py and aim.py (`RELEASES`); what a
-projection cannot see (correlated or skipped noise, the grid) is checked on the same
-releases by engine/audit/noise.py; `box_muller_trace` is the floating-point test of the
-noise itself. No privacy claim is made by these modules;
-they only test the claims of the others.
+declared by each method (its AUDIT module's `RELEASES`: engine/methods/<method>/audit.py,
+found through engine/methods/registry.py); what a projection cannot see (correlated or
+skipped noise, the grid) is checked on the same releases by engine/audit/noise.py;
+`box_muller_trace` is the floating-point test of the noise itself. No privacy claim is
+made by these modules; they only test the claims of the others.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from engine.audit import aim as audit_aim
-from engine.audit import releases as audit_releases
-from engine.audit import train as audit_train
+from engine.methods import registry
+from engine.methods.audit_harness import fast_sampler
 from engine.privacy import accountant as privacy
 from engine.privacy.audit_stats import epsilon_lower_bound
 
-RELEASES = {**audit_releases.RELEASES, **audit_train.RELEASES, **audit_aim.RELEASES}
 
-# Every registered method (engine/methods/registry.py METHODS) and the audits that run its release
-# as its `train` does: through `train` itself (AIM: its measurements by `_measure`, its
-# selections by `_select`), or the smallest function `train` calls that holds the whole
-# release (DP-MERF's `_release`: bounds, embedding, counts). Claims come from the target
-# (ε, δ) (audit_releases.target_multiplier), never from a run's report.
-METHOD_AUDITS = {
-    "dpmerf": ("DP-MERF mean embedding", "DP-MERF mixed tabular", "class counts",
-               "numeric bounds histogram"),
-    "datalens": ("DataLens train", "DataLens votes + stopping rule"),
-    "marginals": ("marginals train",),
-    "aim": ("AIM train", "numeric bounds histogram"),
-}
+def method_audits() -> dict[str, tuple[str, ...]]:
+    """Every registered method and the audits its AUDIT module declares, which run its
+    release as its `train` does: through `train` itself (AIM: its measurements by
+    `_measure`, its selections by `_select`), or the smallest function `train` calls that
+    holds the whole release (DP-MERF's `_release`). Claims come from the target (ε, δ)
+    (engine/methods/audit_harness.target_multiplier), never from a run's report."""
+    return {m: tuple(_declared(m, "RELEASES")) for m in registry.METHODS}
+
+
+def releases() -> dict[str, Callable]:
+    """Every declared audit by name (each method's AUDIT module's RELEASES)."""
+    return declared("RELEASES")
+
+
+def declared(attr: str) -> dict[str, Callable]:
+    """The union over the registered methods of their AUDIT modules' `attr` (RELEASES,
+    DRAWS). Two methods may declare one entry (the numeric-bounds histogram of
+    engine/methods/bounds_audit.py); one name for two different functions is an error,
+    so a name always says what ran."""
+    out: dict[str, Callable] = {}
+    for method in registry.METHODS:
+        for name, fn in _declared(method, attr).items():
+            if out.setdefault(name, fn) is not fn:
+                raise ValueError(f"{method}'s {attr} entry {name!r} is another method's name.")
+    return out
+
+
+def _declared(method: str, attr: str) -> dict[str, Callable]:
+    module = registry.part_module(method, "AUDIT")
+    return dict(getattr(module, attr, {}))
 
 @dataclass(frozen=True)
 class AuditResult:
@@ -104,14 +121,15 @@ def run_audit(name: str, trials: int, *, epsilon: float, delta: float,
     multiplier z, i.e. (ε(z, δ'), δ') for EVERY δ' (its privacy profile). The bound is
     checked at `audit_delta` (default: delta): a δ' near 1/trials lets the trials resolve
     the claim, so a near-tight audit (and a small planted bug) becomes visible.
-    `exact_noise=False` draws the trials with `audit_releases.fast_sampler` (same
+    `exact_noise=False` draws the trials with `audit_harness.fast_sampler` (same
     distribution, much faster); True uses engine/privacy/noise.py's sampler itself.
     """
+    release = releases()[name]
     if exact_noise:
-        s0, s1, z = RELEASES[name](trials, epsilon=epsilon, delta=delta, **kw)
+        s0, s1, z = release(trials, epsilon=epsilon, delta=delta, **kw)
     else:
-        with audit_releases.fast_sampler():
-            s0, s1, z = RELEASES[name](trials, epsilon=epsilon, delta=delta, **kw)
+        with fast_sampler():
+            s0, s1, z = release(trials, epsilon=epsilon, delta=delta, **kw)
     at = delta if audit_delta is None else audit_delta
     claimed = privacy.epsilon_for(z, delta=at)
     return audit_scores(s0, s1, delta=at, claimed_epsilon=claimed, name=name,

@@ -198,7 +198,7 @@ def _train(args, extra) -> int:
 def _gallery(args) -> int:
     from engine.runs import gallery
 
-    planned = gallery.plan(fashion=not args.no_fashion, fashion_datalens=args.fashion_datalens)
+    planned = gallery.plan(more=not args.no_fashion, slow=args.fashion_datalens)
     if args.list:
         for config in planned:
             print(gallery.entry_name(config))

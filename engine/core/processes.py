@@ -1,12 +1,17 @@
 """Naming a process for good: a pid plus its start time, so a reused pid never passes
 for the process that died (the store marks runs of dead processes INTERRUPTED); and the
-cores this process may use."""
+cores this process may use, and the memory a trainer process needs before its run."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+
+# Peak RSS of a process that imported torch, the engine and scikit-learn and loaded
+# digits: 0.69 GB here (resource.getrusage ru_maxrss after those imports). Every run's
+# memory formula starts from it (engine/methods/registry.run_memory_gb).
+TORCH_BASELINE_GB = 0.7
 
 
 def process_token(pid: int) -> str | None:

@@ -1,12 +1,13 @@
 """The gallery: precomputed runs, so a newcomer sees the privacy–utility tradeoff at once.
 
 `python -m engine gallery` trains each registered method × ε ∈ {0.1, 0.3, 1, 3, 10, ∞} on digits,
-and DP-MERF on Fashion-MNIST where its files are installed (DataLens on Fashion is ~1,070
-iterations over the six ε at ~3 s each on a 2-core CPU, about an hour:
-`--fashion-datalens` adds it). Every run goes through the project's own `runner.execute`,
-with the dataset's defaults, so a gallery run is exactly what the Playground would have
-trained. Only the small files are kept, committed under
-assets/gallery/<name>/: config.json, metrics.json, samples.png.
+and on the further datasets a method declares (`GALLERY_DATASETS`: DP-MERF on
+Fashion-MNIST) where their files are installed; those it declares slow
+(`GALLERY_SLOW_DATASETS`: DataLens on Fashion-MNIST, about an hour) only on request
+(`--fashion-datalens`). A method's ε = ∞ runs take its `GALLERY_NONPRIVATE` knobs. Every
+run goes through the project's own `runner.execute`, with the dataset's defaults, so a
+gallery run is exactly what the Playground would have trained. Only the small files are
+kept, committed under assets/gallery/<name>/: config.json, metrics.json, samples.png.
 
 At app start-up `load_into(store)` registers each as a FINISHED run with id
 "gallery-<name>" and sweep "gallery"; an id already in the store is skipped, so restarts
@@ -33,10 +34,6 @@ KEEP = ("config.json", "metrics.json", "samples.png")
 SWEEP = "gallery"
 ID_PREFIX = "gallery-"
 
-# DataLens without noise: with nothing to out-vote, β = 0.5 drops almost every vote and
-# the student barely moves; the Playground's hint says to lower β, and so does this.
-NONPRIVATE_OVERRIDES = {"datalens": {"beta": 0.05}}
-
 
 def entry_name(config: RunConfig) -> str:
     eps = "inf" if math.isinf(config.epsilon) else f"{config.epsilon:g}"
@@ -45,9 +42,9 @@ def entry_name(config: RunConfig) -> str:
 
 def _kinds(method: str) -> tuple[str, ...]:
     """The kinds of data a method models (its module's DATA_KINDS; both when unsaid)."""
-    from engine.methods.registry import get_method
+    from engine.methods.registry import part
 
-    return getattr(get_method(method), "DATA_KINDS", ("image", "tabular"))
+    return part(method, "DATA_KINDS", ("image", "tabular"))
 
 
 def dataset_for(method: str) -> str:
@@ -55,15 +52,17 @@ def dataset_for(method: str) -> str:
     return "digits" if "image" in _kinds(method) else "breast_cancer"
 
 
-def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
+def plan(*, more: bool = True, slow: bool = False, seed: int = 0,
          only_available: bool = True) -> list[RunConfig]:
     """The gallery's runs: (dataset, method) pairs × EPSILONS, dataset defaults.
 
-    `only_available` drops Fashion-MNIST where this machine lacks it (for building);
-    False gives the whole plan, whatever the machine has (for checking entries)."""
+    `more`: also the further datasets methods declare (GALLERY_DATASETS), and with `slow`
+    those they declare slow (GALLERY_SLOW_DATASETS). `only_available` drops a dataset
+    this machine lacks (for building); False gives the whole plan, whatever the machine
+    has (for checking entries)."""
     from engine.data.catalog import list_datasets
 
-    from engine.methods.registry import METHODS
+    from engine.methods.registry import METHODS, part
 
     # Every registered method: on digits, or on breast_cancer if it models tables only;
     # and every method that models tables on breast_cancer, so the privacy–utility chart
@@ -72,12 +71,13 @@ def plan(*, fashion: bool = True, fashion_datalens: bool = False, seed: int = 0,
     pairs += [("breast_cancer", method) for method in METHODS
               if ("breast_cancer", method) not in pairs and "tabular" in _kinds(method)]
     available = {d["name"] for d in list_datasets() if d["available"]}
-    if fashion and ("fashion_mnist" in available or not only_available):
-        pairs.append(("fashion_mnist", "dpmerf"))
-        if fashion_datalens:
-            pairs.append(("fashion_mnist", "datalens"))
+    if more:
+        for method in METHODS:
+            extra = (*part(method, "GALLERY_DATASETS", ()),
+                     *(part(method, "GALLERY_SLOW_DATASETS", ()) if slow else ()))
+            pairs += [(d, method) for d in extra if d in available or not only_available]
     return [RunConfig(method=m, dataset=d, epsilon=e, seed=seed,
-                      params=dict(NONPRIVATE_OVERRIDES.get(m, {})) if math.isinf(e) else {})
+                      params=dict(part(m, "GALLERY_NONPRIVATE", {})) if math.isinf(e) else {})
             for d, m in pairs for e in EPSILONS]
 
 

@@ -7,8 +7,8 @@ that, the worker fills the machine while its queue is non-empty: one slot per co
 default, each with `cores // slots` threads (small runs barely gain from a second thread,
 but two small runs side by side take half the time of two in a row).
 
-A second run starts beside a running one only when memory allows: each run's cost preview
-formula (engine/methods/dpmerf/cost.memory_gb, engine/methods/datalens/memory.memory_bytes) is read for the
+A second run starts beside a running one only when memory allows: each run's memory
+formula (its method's, through engine/methods/registry.run_memory_gb) is read for the
 run, and the sum over the slots must stay under 90 % of the machine's memory and the new
 run under 90 % of what is available now. `DPSYNTH_SLOTS` overrides the slot count.
 No data leaves this module: it reads public shapes only, so it costs no privacy.
@@ -26,7 +26,6 @@ from engine.core.jsonsafe import dumps
 
 ENV = "DPSYNTH_SLOTS"
 SHARE = 0.9  # of the machine's memory the runs may plan to use together
-BASELINE_GB = 0.7  # a trainer process with torch imported (engine/methods/dpmerf/cost.TORCH_BASELINE_GB)
 
 
 @dataclass(frozen=True)
@@ -87,20 +86,10 @@ def run_memory_gb(config) -> float | None:
 def _memory_gb(config) -> float | None:
     try:
         from engine.data import catalog as datasets
-        from engine.methods.registry import make_params
+        from engine.methods.registry import make_params, run_memory_gb
 
         data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
-        params = make_params(config.method, data, config.params)
-        if config.method == "dpmerf":
-            from engine.methods.dpmerf.cost import memory_gb
-
-            return float(memory_gb(data, params, config.n_synthetic or data.n_train))
-        if config.method == "datalens":
-            from engine.methods.datalens.memory import memory_bytes
-
-            need = memory_bytes(params, data.image_shape, data.n_classes, data.n_train)["total"]
-            return BASELINE_GB + need / 1e9
-        return BASELINE_GB + float(getattr(data.x_train, "nbytes", 0)) * 3 / 1e9
+        return run_memory_gb(config, data, make_params(config.method, data, config.params))
     except Exception:  # an unknown shape: never promise memory we cannot count
         return None
 

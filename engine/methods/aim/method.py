@@ -53,6 +53,10 @@ from engine.privacy.accountant import NoisyRelease, PrivacyReport
 
 TITLE = "AIM (adaptive marginals)"
 DATA_KINDS = ("tabular",)  # what it models (engine/runs/gallery.py reads it)
+# The method's other parts, found through engine/methods/registry.py (its checklist).
+AUDIT = "engine.methods.aim.audit"
+TINY_PARAMS = {"bins": 2, "iters": 5, "final_iters": 5, "rounds": 2}
+
 MC_ROWS = 100_000  # records sampled from the model to estimate its marginals
 BIAS = math.sqrt(2 / math.pi)  # E|N(0, 1)|: the L1 error noise alone would leave per cell
 

@@ -28,7 +28,7 @@ _PROBE_TEACHERS = {"small": 384, "official": 96}
 
 
 def estimate(config, data, params, device, *, threads: int | None = None, away=None) -> dict:
-    """The preview's time keys (engine/methods/registry.COSTS): seconds per iteration and for the
+    """The preview's time keys (engine/methods/registry.estimate_cost): seconds per iteration and for the
     whole training (every affordable step, the released set sampled), corrected from
     finished runs; {} for a run its memory refuses (timing it would not fit either).
     With `away` (the web server) nothing is timed here: the cached timings, or the basis
@@ -51,6 +51,16 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
     return cost_cache.correct({"estimated s / iteration": round(cost["iteration"], 3),
                                "estimated seconds": round(seconds, 1)},
                               config.method, config.dataset)
+
+
+def run_memory_gb(config, data, params) -> float:
+    """The registry's memory formula of a run (engine/runs/slots.py reads it): the
+    process's baseline plus the nets, votes and data of engine/methods/datalens/memory.py."""
+    from engine.core.processes import TORCH_BASELINE_GB
+    from engine.methods.datalens.memory import memory_bytes
+
+    need = memory_bytes(params, data.image_shape, data.n_classes, data.n_train)["total"]
+    return TORCH_BASELINE_GB + need / 1e9
 
 
 def seconds_per_iteration(params, image_shape, n_classes, n_train, device: torch.device, *,

@@ -40,6 +40,25 @@ from engine.methods.events import Event, TrainResult
 
 DATA_KINDS = ("image",)  # what it models: teachers are conv/MLP nets on images
 
+# The method's other parts, found through engine/methods/registry.py (its checklist).
+AUDIT = "engine.methods.datalens.audit"
+COST = "engine.methods.datalens.cost"
+# Fashion-MNIST is ~1,070 iterations over the gallery's six ε at ~3 s each on a 2-core
+# CPU, about an hour: built only on request (python -m engine gallery --fashion-datalens).
+GALLERY_SLOW_DATASETS = ("fashion_mnist",)
+# Without noise, with nothing to out-vote, β = 0.5 drops almost every vote and the
+# student barely moves; the Playground's hint says to lower β, and so does the gallery.
+GALLERY_NONPRIVATE = {"beta": 0.05}
+TINY_PARAMS = dict(teachers=60, records_per_teacher=5, top_k=6, sigma=80.0, beta=0.3, latent=8,
+                   teacher_widths=[4, 8, 16], student_widths=[32, 8], first_teacher_steps=2,
+                   teacher_steps=1, sample_every=2, max_steps=3)
+
+
+def starting(params: Params) -> str:
+    """What a run does before its first step (the live view): the teachers take a while."""
+    return (f"building {params.teachers:,} teachers ({params.first_teacher_steps} updates "
+            "each before the first student step)")
+
 _TEACHER_NOTES = {
     "small": "MLP (pixels -> hidden, leaky ReLU -> one output per class), stacked over teachers",
     "official": "official conditional conv net (label maps at every layer, one output per class, "

@@ -25,6 +25,7 @@ import time
 
 import torch
 
+from engine.core.processes import TORCH_BASELINE_GB
 from engine.store import cost_cache
 from engine.methods.dpmerf import method as dpmerf
 from engine.data.catalog import Dataset
@@ -34,9 +35,6 @@ _RATES = cost_cache.TimedCache("dpmerf")  # on disk: engine/runs/cost_probe.py f
 _WARMUP, _MIN_STEPS, _MAX_STEPS, _MIN_SECONDS = 2, 7, 60, 1.0  # timed training steps
 _CHUNK = 1024  # rows timed for the release and the sampling
 _REPEATS = 2  # warm timings of the release and sampling chunks; the fastest is kept
-# Peak RSS of a process that imported torch, the engine and scikit-learn and loaded
-# digits: 0.69 GB here (resource.getrusage ru_maxrss after those imports).
-TORCH_BASELINE_GB = 0.7
 
 
 def _rate_key(data: Dataset, params: "dpmerf.Params", projection: str, device,
@@ -145,6 +143,11 @@ def estimate(config, data: Dataset, params, device, *, threads: int | None = Non
     return cost_cache.correct({**cost, "estimated seconds": float(seconds),
                                "estimated s / step": float(rates["step"])},
                               config.method, config.dataset)
+
+
+def run_memory_gb(config, data: Dataset, params) -> float:
+    """The registry's memory formula of a run (engine/runs/slots.py reads it)."""
+    return memory_gb(data, params, config.n_synthetic or data.n_train)
 
 
 def memory_gb(data: Dataset, params, n_synthetic: int) -> float:

@@ -48,6 +48,9 @@ from engine.privacy.noise import gaussian_noise
 from engine.privacy.accountant import ACCOUNTANTS, PrivacyReport, Release, calibrate_releases
 
 TITLE = "Independent marginals"
+# The method's other parts, found through engine/methods/registry.py (its checklist).
+AUDIT = "engine.methods.marginals.audit"
+
 HISTOGRAM_SENSITIVITY = math.sqrt(2.0)  # one record moves one count per histogram
 
 

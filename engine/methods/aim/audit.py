@@ -1,5 +1,6 @@
-"""The empirical audit of AIM through its own `train` (engine/audit/lower_bound.py states the
-statistics; engine/audit/train.py audits the other methods the same way).
+"""AIM's audits (engine/audit/lower_bound.py runs them and states the statistics;
+engine/methods/audit_harness.py is the harness), through its own `train`, and the
+numeric-bounds histogram (engine/methods/bounds_audit.py).
 
 `aim.train` runs on a worst-case pair with the noise off, recording every count vector
 `_measure` is handed with its σ, and every quality vector `_select` is handed with its ε
@@ -15,14 +16,21 @@ What this black-box bound cannot see: an exponential mechanism whose quality mov
 one direction reveals at most half its ε, so a selection sensitivity understated by 2
 stays inside the claim here. `selection_sensitivity_ratio` therefore attacks the stated
 sensitivity itself, on a pair built so that one 2-way quality moves by exactly it.
+
+Privacy assumptions under test: one replaced record moves one cell of every marginal
+(√2), every measurement gets its stated σ, every selection runs at the ε it is charged
+with a quality sensitivity that holds.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from engine.audit.releases import _config, _no_noise, target_multiplier
-from engine.audit.train import _marginals_pair as _pair  # the same worst-case tables
+from engine.methods.aim import method as aim
+from engine.methods.audit_harness import (DELTA, EPSILON, audit_config, draws, no_noise,
+                                          tabular_pair, target_multiplier)
+from engine.methods.bounds_audit import bounds_draws, bounds_histogram_scores
 
 
 def _record(config, params, data, replay=None, report: list | None = None):
@@ -30,8 +38,6 @@ def _record(config, params, data, replay=None, report: list | None = None):
     [(quality, ε, sensitivity, pick)]). With `replay` (another run's record), each call
     returns the replayed value, so this run follows that run's transcript. `report`, a
     list, receives the run's PrivacyReport."""
-    from engine.methods.aim import method as aim
-
     calls, picks = [], []
     measure, select = aim._measure, aim._select
 
@@ -47,7 +53,7 @@ def _record(config, params, data, replay=None, report: list | None = None):
 
     aim._measure, aim._select = recording_measure, recording_select
     try:
-        with _no_noise(aim):
+        with no_noise(aim):
             for event in aim.train(config, params, data, "cpu", None):
                 if event.result is not None and report is not None:
                     report.append(event.result.privacy)
@@ -57,7 +63,7 @@ def _record(config, params, data, replay=None, report: list | None = None):
 
 
 def _transcripts(epsilon: float, delta: float, d0, d1, params):
-    config = _config("aim", epsilon, delta)
+    config = audit_config("aim", epsilon, delta)
     rec0 = _record(config, params, d0)
     rec1 = _record(config, params, d1, replay=rec0)
     if len(rec0[0]) != len(rec1[0]) or len(rec0[1]) != len(rec1[1]):
@@ -66,16 +72,13 @@ def _transcripts(epsilon: float, delta: float, d0, d1, params):
 
 
 def _params(d: int):
-    from engine.methods.aim import method as aim
-
     return aim.Params(degree=2, bins=2, rounds=2 * (d + 1), iters=5, final_iters=5)
 
 
-def aim_train_scores(trials: int, *, epsilon: float, delta: float, m: int = 20, d: int = 2):
+def train_scores(trials: int, *, epsilon: float, delta: float, m: int = 20, d: int = 2):
     """AIM through `train` on the worst-case pair (module docstring)."""
-    from engine.methods.aim import method as aim
-
-    (calls0, picks0), (calls1, picks1) = _transcripts(epsilon, delta, *_pair(m, d), _params(d))
+    (calls0, picks0), (calls1, picks1) = _transcripts(epsilon, delta, *tabular_pair(m, d),
+                                                      _params(d))
     s0, s1 = np.zeros(trials), np.zeros(trials)
     for (x0, sigma, _), (x1, _, _) in zip(calls0, calls1):
         diff = x1 - x0
@@ -115,8 +118,6 @@ def selection_sensitivity_ratio(epsilon: float = 3.0, delta: float = 1e-5) -> fl
     """max over `train`'s selections of |q1 − q0|∞ / (the sensitivity `train` handed
     `_select`) on `selection_pair`: ≤ 1 if the stated sensitivity holds, and 1 exactly
     on this pair (the bound is attained, so an understated one shows)."""
-    from engine.methods.aim import method as aim
-
     params = aim.Params(degree=2, bins=3, rounds=4, iters=5, final_iters=5)
     (_, picks0), (_, picks1) = _transcripts(epsilon, delta, *selection_pair(), params)
     return max(float(np.abs(q1 - q0).max()) / sens
@@ -126,11 +127,9 @@ def selection_sensitivity_ratio(epsilon: float = 3.0, delta: float = 1e-5) -> fl
 def selections_as_reported(epsilon: float = 3.0, delta: float = 1e-5) -> tuple[list, list]:
     """([(ε, sensitivity)] of every `_select` call `train` made, [(ε, sensitivity)] of
     every selection its privacy report lists): equal when what is charged is what ran."""
-    from engine.methods.aim import method as aim
-
     d = 2
     report = []
-    _, picks = _record(_config("aim", epsilon, delta), _params(d), _pair(20, d)[0],
+    _, picks = _record(audit_config("aim", epsilon, delta), _params(d), tabular_pair(20, d)[0],
                        report=report)
     ran = [(eps, sens) for _, eps, sens, _ in picks]
     charged = [(r.details["epsilon"], r.details["quality_sensitivity"])
@@ -138,4 +137,17 @@ def selections_as_reported(epsilon: float = 3.0, delta: float = 1e-5) -> tuple[l
     return ran, charged
 
 
-RELEASES = {"AIM train": aim_train_scores}
+def release_draws(trials: int) -> list:
+    """Every count vector `aim.train` measured, measured again through `aim._measure`."""
+    d = 2
+    calls, _ = _record(audit_config("aim", EPSILON, DELTA), _params(d), tabular_pair(20, d)[0])
+    out = np.concatenate([aim._measure(np.tile(x, (trials, 1)), s) for x, s, _ in calls], 1)
+    exact = np.concatenate([x for x, _, _ in calls])
+    std = np.concatenate([np.full(len(x), s) for x, s, _ in calls])
+    return [draws("AIM measurements", out, exact, std, torch.float64)]
+
+
+# The audits engine/audit/lower_bound.py runs for AIM, and its noise checks
+# (engine/audit/noise.py).
+RELEASES = {"AIM train": train_scores, "numeric bounds histogram": bounds_histogram_scores}
+DRAWS = {"aim": release_draws, "numeric bounds": bounds_draws}
