@@ -22,12 +22,13 @@ import numpy as np
 import pytest
 import torch
 
+import toy_method
 from engine.audit import lower_bound as audit
+from engine.methods import registry
 from engine.privacy import audit_stats
 from engine.methods.dpmerf import features as fx
 from engine.methods.datalens import accounting as datalens_accounting
 from engine.privacy import accountant as P
-from engine.methods.registry import METHODS
 
 torch.set_num_threads(1)
 
@@ -178,9 +179,22 @@ def _broken_by(margin, res):
 
 
 # Every registered method has audits, through the path its run takes (its AUDIT module,
-# engine/audit/lower_bound.method_audits); a method added to the registry without one fails here.
-AUDITED = [(method, name) for method in METHODS
-           for name in audit.method_audits().get(method, (None,))]
+# engine/audit/lower_bound.method_audits); a method added to the registry without one fails
+# here. The toy method of tests/toy_method.py is registered for every test of this file
+# (its one registry line), so its audit runs, and catches its planted bug, like the others.
+def _register_toy(mp):
+    mp.setitem(registry.METHODS, toy_method.NAME, toy_method.__name__)
+
+
+@pytest.fixture(autouse=True)
+def toy_registered(monkeypatch):
+    _register_toy(monkeypatch)
+
+
+with pytest.MonkeyPatch.context() as _mp:
+    _register_toy(_mp)
+    AUDITED = [(method, name) for method, names in audit.method_audits().items()
+               for name in names or (None,)]
 
 
 @pytest.mark.parametrize("method,name", AUDITED, ids=[f"{m}: {n}" for m, n in AUDITED])
@@ -367,6 +381,7 @@ PLANTED = [
     ("AIM train", "noise only on non-zero cells", _aim_noise_on_nonzero_cells, 0.3, None),
     ("class counts", "noised with the embedding's sigma", _counts_with_embedding_sigma, 0.3,
      None),
+    ("toy class means", "sigma halved", _halve_noise(toy_method), 0.3, None),
 ]
 
 

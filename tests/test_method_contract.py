@@ -1,5 +1,7 @@
 """What every registered method must do (engine/methods/registry.py's contract), checked for each
-method in `engine.methods.registry.METHODS`: a method added later is covered without a line here.
+method in `engine.methods.registry.METHODS` — a method added later is covered without a line
+here — and for the toy method of tests/toy_method.py, registered here only, which proves
+that a method is one module plus one registry line.
 
 A tiny run on the first tiny dataset the method accepts: it ends with a TrainResult and
 a PrivacyReport within budget, its noise is the noise accounted; a stop before (or at)
@@ -13,31 +15,36 @@ import threading
 
 import pytest
 
-from conftest import TINY_DPMERF
+import toy_method
 from engine.audit import lower_bound as audit
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
+from engine.methods import registry
 from engine.methods.events import TrainResult
 from engine.privacy.accountant import NON_PRIVATE, PrivacyReport, releases_epsilon
-from engine.methods.registry import METHODS, get_method, make_params
+from engine.methods.registry import METHODS, get_method, make_params, part
 
-# Seconds per run on two cores; a method without an entry runs with its defaults.
-TINY = {
-    "dpmerf": {**TINY_DPMERF, "epochs": 2},
-    "datalens": dict(teachers=60, records_per_teacher=5, top_k=6, sigma=80.0, beta=0.3,
-                     latent=8, teacher_widths=[4, 8, 16], student_widths=[32, 8],
-                     first_teacher_steps=2, teacher_steps=1, sample_every=2, max_steps=3),
-    "aim": dict(bins=2, iters=5, final_iters=5, rounds=2),
-}
 N_SYNTHETIC = 30
 EPSILON = 1.0
 
 
+@pytest.fixture(params=[*METHODS, toy_method.NAME])
+def method(request, monkeypatch):
+    """Each registered method, and the toy, registered by its one line for the test."""
+    if request.param == toy_method.NAME:
+        monkeypatch.setitem(registry.METHODS, toy_method.NAME, toy_method.__name__)
+    return request.param
+
+
+def _tiny(method: str) -> dict:
+    """The method's own settings for a run of seconds (TINY_PARAMS; else its defaults)."""
+    return dict(part(method, "TINY_PARAMS", {}))
+
+
 @pytest.fixture
-def setup(request, digits, breast_cancer):
+def setup(method, digits, breast_cancer):
     """(config at ε = 1, validated params, data) on the first dataset the method takes."""
-    method = request.param
-    over = TINY.get(method, {})
+    over = _tiny(method)
     for data in (digits, breast_cancer):
         try:
             params = make_params(method, data, over)
@@ -47,10 +54,6 @@ def setup(request, digits, breast_cancer):
                            n_synthetic=N_SYNTHETIC, params=over)
         return config, params, data
     pytest.fail(f"{method} accepts neither digits nor breast_cancer")
-
-
-def _methods():
-    return pytest.mark.parametrize("setup", list(METHODS), indirect=True)
 
 
 def _run(config, params, data, stop=None, stop_at_first_event=False):
@@ -77,7 +80,6 @@ def _assert_noise_accounted(report, drawn):
     assert all(any(math.isclose(s, t, rel_tol=1e-12) for s in drawn) for t in gaussian)
 
 
-@pytest.mark.parametrize("method", list(METHODS))
 def test_every_other_dataset_it_takes_draws_only_the_noise_it_reports(method, digits,
                                                                       breast_cancer, drawn):
     """The tiny run's noise check on each further dataset the method takes: a table
@@ -86,17 +88,16 @@ def test_every_other_dataset_it_takes_draws_only_the_noise_it_reports(method, di
     taken = []
     for data in (digits, breast_cancer):
         try:
-            taken.append((data, make_params(method, data, TINY.get(method, {}))))
+            taken.append((data, make_params(method, data, _tiny(method))))
         except InputError:
             continue
     for data, params in taken[1:]:  # the first: the tiny run's test above
         drawn.clear()
         config = RunConfig(method=method, dataset=data.name, epsilon=EPSILON,
-                           n_synthetic=N_SYNTHETIC, params=TINY.get(method, {}))
+                           n_synthetic=N_SYNTHETIC, params=_tiny(method))
         _assert_noise_accounted(_result(_run(config, params, data)).privacy, drawn)
 
 
-@_methods()
 def test_a_tiny_run_ends_with_a_result_within_budget_and_its_noise_accounted(setup, drawn):
     config, params, data = setup
     events = _run(config, params, data)
@@ -124,7 +125,6 @@ def test_a_tiny_run_ends_with_a_result_within_budget_and_its_noise_accounted(set
                                      "releases"}
 
 
-@_methods()
 def test_a_stop_set_before_the_first_step_ends_the_run_stopped(setup):
     config, params, data = setup
     stop = threading.Event()
@@ -134,7 +134,6 @@ def test_a_stop_set_before_the_first_step_ends_the_run_stopped(setup):
     assert result.privacy.epsilon_spent <= EPSILON
 
 
-@_methods()
 def test_a_stop_at_the_first_event_ends_the_run_cleanly(setup):
     config, params, data = setup
     events = _run(config, params, data, stop_at_first_event=True)
@@ -147,7 +146,6 @@ def test_a_stop_at_the_first_event_ends_the_run_cleanly(setup):
         assert events[-1].step == events[-1].total
 
 
-@_methods()
 def test_epsilon_infinity_draws_no_noise_and_reports_infinity(setup, drawn):
     config, params, data = setup
     config = RunConfig(method=config.method, dataset=config.dataset, epsilon=math.inf,
@@ -158,7 +156,6 @@ def test_epsilon_infinity_draws_no_noise_and_reports_infinity(setup, drawn):
     assert all(s == 0 for s in drawn)
 
 
-@_methods()
 def test_the_preview_announces_the_noise_the_run_reports(setup):
     config, params, data = setup
     preview = get_method(config.method).privacy_preview(config, params, data)
@@ -179,8 +176,8 @@ def test_the_preview_announces_the_noise_the_run_reports(setup):
         assert preview["affordable steps"] == report.steps
 
 
-@pytest.mark.parametrize("method", list(METHODS))
 def test_the_method_has_an_audit_through_its_run_path(method):
+    """Its AUDIT module declares audits (tests/test_audit.py runs them, the toy's too)."""
     names = audit.method_audits().get(method, ())
-    assert names, f"{method} has no audit (engine/audit/lower_bound.py method_audits: each method's AUDIT module)"
+    assert names, f"{method} has no audit (its AUDIT module's RELEASES)"
     assert all(n in audit.releases() for n in names)
