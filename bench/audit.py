@@ -36,7 +36,7 @@ from test_audit import PLANTED, SHARP  # noqa: E402  (the same planted bugs as t
 
 
 def _rows(names):
-    """(release, variant, plant, settings or None) in METHOD_AUDITS order."""
+    """(release, variant, plant, settings or None) in method_audits order."""
     rows = []
     for name in names:
         rows.append((name, "as shipped", None, None))

@@ -79,7 +79,7 @@ def test_gallery_names_can_be_listed_and_an_unknown_name_is_an_error(capsys):
 
     assert main(["gallery", "--list", "--no-fashion"]) == 0
     names = capsys.readouterr().out.split()
-    assert names == [gallery.entry_name(c) for c in gallery.plan(fashion=False)]
+    assert names == [gallery.entry_name(c) for c in gallery.plan(more=False)]
     assert main(["gallery", "--only", "no-such-entry"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--list" in err

@@ -32,7 +32,7 @@ coarse-then-fine search over a public grid this mirrors):
 Sensitivity: each record lands in exactly one cell per column (values beyond the grid in
 the end cells), so replacing one record changes at most two counts per column by one:
 L2 sensitivity √(2·d_num) for all columns together (tests/test_sensitivity.py and
-engine/audit/releases.py try to break it). Merging, thresholds and edges are
+engine/methods/bounds_audit.py try to break it). Merging, thresholds and edges are
 post-processing.
 """
 

@@ -1,7 +1,7 @@
 """Gaussian noise that is DP as computed in floating point: the project's only noise
 drawing (accounting is engine/privacy/accountant.py, which imports no torch). Methods from-import
 `gaussian_noise`, and every call ends in `gaussian` here, so the audit can record or
-replace every draw, per method module or at this one place (engine/audit/releases.py).
+replace every draw, per method module or at this one place (engine/methods/audit_harness.py).
 
 Why not `torch.randn`: its CPU float32 path is Box–Muller on 24-bit uniforms, so the noise
 takes few, structured values (each pair's radius² is −2·log of a multiple of 2^-24). From

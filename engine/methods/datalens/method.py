@@ -98,8 +98,8 @@ def privacy_preview(config, p: Params, data) -> dict:
     warning = small_data_warning(config, p, steps, data.n_train)  # δ's: engine/methods/preview.py
     if warning:
         out["warning"] = warning
-    # The memory is a formula; the time is timed where training happens (engine/
-    # datalens_cost.estimate, engine/methods/registry.COSTS), never in the web server.
+    # The memory is a formula; the time is timed where training happens (its COST
+    # module's estimate, through engine/methods/registry.estimate_cost), never in the web server.
     need = memory_bytes(p, data.image_shape, data.n_classes, data.n_train)["total"]
     out["estimated memory (GB)"] = round(need / 1e9, 2)
     refuse = refusal(need, resolve_device(config.device))

@@ -166,7 +166,7 @@ def _calibrate(config: RunConfig, data: Dataset, params: Params) -> tuple[Privac
 
 def privacy_preview(config: RunConfig, params: Params, data: Dataset) -> dict:
     """Derived figures for the UI before training: the noise each release will get. The
-    run's cost is engine/methods/dpmerf/cost.py's (engine/methods/registry.COSTS), the δ warning
+    run's cost is engine/methods/dpmerf/cost.py's (its COST module), the δ warning
     engine/methods/preview.py's.
     `params` are the run's validated Params (engine.methods.registry.make_params)."""
     data = column_kinds.model_view(data)
@@ -290,7 +290,7 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
     """The only code that reads private records: release numeric bounds (if not public),
     the noisy mean embedding and, if asked, noisy class counts. Returns the embedding the
     generator will match, the label distribution it will sample from, and the raw noisy
-    statistics as released ({release name: tensor}; engine/audit/releases.py audits
+    statistics as released ({release name: tensor}; engine/methods/dpmerf/audit.py audits
     those and checks that the first two are `_post_process` of them, nothing else).
 
     Batch-safe: where the module's `gaussian_noise` returns a leading trials axis (the
