@@ -8,11 +8,9 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.config import parse_epsilon
-from engine.core.errors import InputError
-from engine.methods.registry import available_methods, default_params
-from engine.runs.sweeps import differing_settings, parse_values, settings_label, sweep_configs
-from engine.store.records import RunRecord, RunStatus
+from engine.facade import (InputError, RunRecord, RunStatus, available_methods, default_params,
+                           differing_settings, parse_epsilon, parse_values, settings_label,
+                           sweep_configs)
 from ui.choices import EPSILON_CHOICES, epsilon_label, format_epsilon
 from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, log_axis,
                        method_title, show_input_error)
