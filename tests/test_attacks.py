@@ -277,6 +277,28 @@ def test_attack_jobs_are_owner_only(dp_run, runs_root):
         jm.shutdown()
 
 
+def test_the_worker_fails_an_attack_job_saying_why(runs_root):
+    import time
+
+    from conftest import HANG_S
+    from engine.jobs.attack_jobs import AttackJobs
+    from engine.store.runs import RunStore
+
+    store = RunStore(runs_root)
+    store.queue_attack("orphan")
+    assert store.claim_attack() == "orphan"  # left running by a worker that died
+    jobs = AttackJobs(store)  # a new worker: that job is failed, never measured
+    assert store.attack_job("orphan").error.startswith("interrupted")
+    store.queue_attack("gone")  # no such run folder: the measuring process says so
+    deadline = time.monotonic() + HANG_S
+    while store.attack_job("gone").active and time.monotonic() < deadline:
+        jobs.tick()
+        time.sleep(0.1)
+    job = store.attack_job("gone")
+    assert job.state == "failed" and "is not a finished run's folder" in job.error
+    jobs.close("test over")
+
+
 def test_bench_tiny_runs_every_method_and_detects_the_control(tmp_path):
     import subprocess
     import sys

@@ -64,7 +64,7 @@ def private_search_panel(jm) -> None:
                                epsilon=parse_epsilon(eps), mean=float(mean),
                                distribution=distribution)
         sweep = " ".join(name.split()) or time.strftime("private-%Y%m%d-%H%M%S")
-        jm.request(config, sweep=sweep, reuse=False)
+        jm.request(config, sweep=sweep, reuse=False, data=load_dataset(dataset))  # cached copy
     except InputError as err:
         show_input_error(err)
         return

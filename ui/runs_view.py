@@ -129,13 +129,14 @@ def sweep_panel(jm) -> None:
         return
     try:
         values = parse_values(specs[knob], values_text) if knob in specs else None
+        data = load_dataset(dataset)  # the server's cached copy: no load per run queued
         configs = sweep_configs(method=method, dataset=dataset,
                                 epsilons=[parse_epsilon(e) for e in eps], seeds=int(seeds),
-                                data=load_dataset(dataset), knob=knob if knob in specs else None,
+                                data=data, knob=knob if knob in specs else None,
                                 values=values)
         sweep = " ".join(name.split()) or time.strftime("sweep-%Y%m%d-%H%M%S")
         for config in configs:
-            jm.submit(config, sweep=sweep)
+            jm.submit(config, sweep=sweep, data=data)
     except InputError as err:
         show_input_error(err)
         return

@@ -199,9 +199,9 @@ class JobManager:
         return self.store.find_finished(config, _settings(config, data))
 
     def submit(self, config: RunConfig, *, sweep: str | None = None,
-               session: str | None = None, reuse: bool = True) -> str:
+               session: str | None = None, reuse: bool = True, data=None) -> str:
         """`request` for callers that only need the run id."""
-        return self.request(config, sweep=sweep, session=session, reuse=reuse).run_id
+        return self.request(config, sweep=sweep, session=session, reuse=reuse, data=data).run_id
 
     def cancel(self, run_id: str, *, session: str | None = None,
                instructor: bool = False) -> bool:
