@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.methods.datalens import accounting as datalens_accounting
-from engine.teaching import demos
-from engine.privacy import accountant as privacy
-from engine.privacy import risk
-from engine.core.errors import InputError
+from engine.facade import InputError, datalens_accounting, demos, risk
+from engine.facade import accountant as privacy
 from ui.choices import DELTA_CHOICES
 from ui.common import line_figure, log_axis, show_input_error
 from ui.risk_view import epsilon_sentence, summary_metrics, tradeoff_figure

@@ -6,8 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.teaching import demos
-from engine.methods.datalens.params import DIGITS_MEASURED
+from engine.facade import DIGITS_MEASURED, demos
 from ui.choices import DELTA_CHOICES, EPSILON_CHOICES, privacy_in_words
 from ui.common import line_figure, session_id, store
 from ui.game_view import game_panel, room_panel

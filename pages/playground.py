@@ -11,12 +11,9 @@ from dataclasses import replace
 
 import streamlit as st
 
-from engine.store import uploads
-from engine.core.errors import InputError
-from engine.methods.registry import available_methods, default_params, get_method
-from engine.runs.runner import preview as preview_run
-from engine.store.records import RunStatus
-from engine.data.render import class_rows, grid_scale
+from engine.facade import (InputError, RunStatus, available_methods, class_rows, default_params,
+                           get_method, grid_scale, uploads)
+from engine.facade import preview as preview_run
 from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset, method_title,
@@ -290,7 +287,7 @@ with settings:
     if b1.button("Train", type="primary", disabled=config is None or running or bool(refuse),
                  key="pg_train", use_container_width=True, help=blocked):
         try:
-            sub = jobs().request(config)
+            sub = jobs().request(config, data=data)  # loaded once, for the preview
             st.session_state["pg_run"] = sub.run_id
             st.session_state["pg_reused"] = sub.reused
             st.session_state["pg_seen_active"] = not sub.reused
@@ -317,11 +314,11 @@ with settings:
 
 
 @st.fragment(run_every=1.0 if running else None)
-def live_panel(config) -> None:
+def live_panel(config, data) -> None:
     rid = st.session_state.get("pg_run")
     if not rid:
         st.info(start_hint(config))
-        start_view.gallery_answer(jobs(), config)
+        start_view.gallery_answer(jobs(), config, data)
         return
     if st.session_state.get("pg_reused"):
         start_view.reused_note(jobs(), rid)
@@ -339,4 +336,4 @@ def live_panel(config) -> None:
 
 
 with live:
-    live_panel(config)
+    live_panel(config, data)

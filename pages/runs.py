@@ -10,13 +10,8 @@ import math
 
 import streamlit as st
 
-from engine.jobs import visibility
-from engine.audit import membership_run as attack_run
-from engine.store import eta
-from engine.core.errors import InputError
-from engine.runs.gallery import SWEEP as GALLERY_SWEEP
-from engine.store.records import RunStatus, real_key
-from engine.jobs.visibility import on_private_records
+from engine.facade import (GALLERY_SWEEP, InputError, RunStatus, about, attackable, real_key,
+                           visibility)
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, jobs, line_figure, log_axis, method_title, show_input_error
 from ui.attack_view import attack_section
@@ -42,9 +37,9 @@ def queue_strip() -> None:
         a, b = st.columns([5, 1])
         where = (f"position {snap.position}" if snap.position else snap.status.value)
         if snap.status == RunStatus.QUEUED and snap.start_in_s is not None:
-            where += f", starts in {eta.about(snap.start_in_s, snap.start_error_s)}"
+            where += f", starts in {about(snap.start_in_s, snap.start_error_s)}"
         elif snap.eta_s is not None:
-            where += f", {eta.about(snap.eta_s, snap.eta_error_s)} left"
+            where += f", {about(snap.eta_s, snap.eta_error_s)} left"
         label = (f"{snap.run_id} · {snap.config.method} · {snap.config.dataset} · "
                  f"ε = {format_epsilon(snap.config.epsilon)} · {where} · "
                  f"by {jm.owner_label(snap.session)}")
@@ -127,7 +122,7 @@ if picked:
             st.markdown(f"**{method_title(r.method)}** · {r.dataset} · "
                         f"ε = {format_epsilon(r.epsilon)} · seed {r.seed}")
             label_editor(jm, rid, labels.get(rid, {}), allowed=jm.may_control(rid))
-            if jm.may_control(rid) and on_private_records(r.config):
+            if jm.may_control(rid) and visibility.on_private_records(r.config):
                 st.toggle("share scores with the room", value=rid in shared,
                           key=f"runs_share_{rid}", on_change=_share, args=(rid,),
                           help="Lets other participants see this run's synthetic-data "
@@ -195,13 +190,13 @@ fidelity_section(store, [r for r in shown if r.status == RunStatus.FINISHED
 
 st.subheader("Membership attacks")
 attackable = [r.run_id for r in shown if r.status == RunStatus.FINISHED
-              and attack_run.released(store.artifact_dir(r.run_id))]  # gallery: no release kept
+              and attackable(store.artifact_dir(r.run_id))]  # gallery: no release kept
 if attackable:
     first = next((i for i in picked if i in attackable), attackable[0])
     rid = st.selectbox("Run to attack", attackable, index=attackable.index(first),
                        key="runs_attack_pick", format_func=lambda i: f"{i} · {by_id[i].method} · "
                        f"{by_id[i].dataset} · ε={format_epsilon(by_id[i].epsilon)}")
-    attack_section(store.artifact_dir(rid), rid, allowed=jm.may_control(rid))
+    attack_section(jm, rid, allowed=jm.may_control(rid))
 else:
     st.info("No finished run with its synthetic data here yet (precomputed gallery runs "
             "keep only their samples): train one, then measure it.")

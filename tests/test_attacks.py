@@ -196,6 +196,7 @@ def test_an_unlabelled_tabular_release_is_read_and_attacked(tmp_path):
 
 def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_root, monkeypatch):
     import shutil
+    import threading
     import time
 
     from apptest import open_app
@@ -223,8 +224,17 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
     at.run()
     assert any("non-private diagnostic" in m.value for m in at.markdown)
     assert any("about" in c.value and "members" in c.value for c in at.caption)  # the preview
+    # The page only queues the job; the worker measures it in a process of its own
+    # (engine/jobs/attack_jobs.py): were the attacks run here, in the server, these say so.
+    here = []
+    monkeypatch.setattr(attack_run, "attack_run", lambda *a, **k: here.append(a))
+    monkeypatch.setattr(attack_run, "measure", lambda *a, **k: here.append(a))
+    threads = set(threading.enumerate())
     at.button(key=f"runs_attack_{rid}_go").click().run()
     assert not at.exception
+    store = RunStore(runs_root)
+    assert store.attack_job(rid).state in ("queued", "running", "done")
+    assert not [t.name for t in set(threading.enumerate()) - threads if "attack" in t.name]
 
     def chart():
         return [c for c in at.get("plotly_chart") if c.key == f"runs_attack_{rid}_chart"]
@@ -236,9 +246,57 @@ def test_runs_page_measures_a_run_and_draws_it_inside_its_bound(dp_run, runs_roo
     assert not at.exception and not at.error
     charts = chart()
     assert charts and attack_run.saved(runs_root / rid) is not None
+    assert store.attack_job(rid).state == "done" and here == []
     figure = json.loads(charts[0].proto.spec)
     names = [t.get("name", "") for t in figure["data"]]
     assert "DP bound: the run's own curve" in names and any(n.startswith("domias") for n in names)
+
+
+def test_attack_jobs_are_owner_only(dp_run, runs_root):
+    import shutil
+
+    from engine.core.config import RunConfig
+    from engine.core.errors import InputError
+    from engine.jobs.manager import JobManager
+    from engine.store.runs import RunStore
+
+    rid = "someone-elses"
+    shutil.copytree(dp_run, runs_root / rid)
+    config = RunConfig.from_dict(json.loads((runs_root / rid / "config.json").read_text()))
+    store = RunStore(runs_root)
+    store.import_finished(rid, config, metrics={}, sweep="mine", message="finished")
+    jm = JobManager(store)
+    try:
+        with pytest.raises(InputError, match="only its owner or an instructor can measure"):
+            jm.measure_attacks(rid, session="a participant", instructor=False)
+        assert store.attack_job(rid) is None
+        assert jm.measure_attacks(rid, session="a participant", instructor=True).state == "queued"
+        with pytest.raises(InputError, match="no run 'nope'"):
+            jm.measure_attacks("nope")
+    finally:
+        jm.shutdown()
+
+
+def test_the_worker_fails_an_attack_job_saying_why(runs_root):
+    import time
+
+    from conftest import HANG_S
+    from engine.jobs.attack_jobs import AttackJobs
+    from engine.store.runs import RunStore
+
+    store = RunStore(runs_root)
+    store.queue_attack("orphan")
+    assert store.claim_attack() == "orphan"  # left running by a worker that died
+    jobs = AttackJobs(store)  # a new worker: that job is failed, never measured
+    assert store.attack_job("orphan").error.startswith("interrupted")
+    store.queue_attack("gone")  # no such run folder: the measuring process says so
+    deadline = time.monotonic() + HANG_S
+    while store.attack_job("gone").active and time.monotonic() < deadline:
+        jobs.tick()
+        time.sleep(0.1)
+    job = store.attack_job("gone")
+    assert job.state == "failed" and "is not a finished run's folder" in job.error
+    jobs.close("test over")
 
 
 def test_bench_tiny_runs_every_method_and_detects_the_control(tmp_path):

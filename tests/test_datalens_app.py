@@ -2,6 +2,7 @@
 cannot fit is refused with its reason and a disabled Train button (AppTest, same process,
 so the machine's memory can be shrunk with monkeypatch)."""
 
+import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -20,10 +21,19 @@ def _playground(monkeypatch, tmp_path) -> AppTest:
 
 def test_estimates_show_and_train_is_enabled(monkeypatch, tmp_path):
     at = _playground(monkeypatch, tmp_path)
-    assert not at.exception
-    # ui/cost.py draws the preview's estimates as one line: time, per-iteration cost, memory
-    cost = [m.value for m in at.markdown if m.value.startswith("**Cost on this machine:**")]
-    assert len(cost) == 1 and " each" in cost[0] and "GB memory" in cost[0]
+    # ui/cost.py draws the preview's estimates as one line: time, per-iteration cost, memory.
+    # A fresh store has no timings: the page says "measuring…" while the cost probe (its own
+    # process) times the run's shape, and looks again each second; so do we.
+    deadline = time.monotonic() + 120
+    while True:
+        assert not at.exception
+        cost = [m.value for m in at.markdown if m.value.startswith("**Cost on this machine:**")]
+        assert len(cost) == 1 and "GB memory" in cost[0]
+        if " each" in cost[0] or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+        at.run()
+    assert " each" in cost[0], cost[0]
     assert not at.button(key="pg_train").disabled
 
 

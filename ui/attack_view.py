@@ -2,70 +2,24 @@
 
 NOT PRIVATE: the attacks read the run's training records (engine/audit/membership_run.py); what
 this shows is a diagnostic for the data owner, labelled so, and only the session that
-started the run (or an instructor) can measure it or see what was measured. The measuring runs in a background thread (never on the script thread, and
-the thread never calls st.*); a fragment polls its progress once a second.
+started the run (or an instructor) can measure it or see what was measured. Measuring is
+a job like training: the page queues it (JobManager.measure_attacks), the worker process
+measures it (engine/jobs/attack_jobs.py), and a fragment reads its progress from the store
+once a second; the web server never runs the attacks.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-from pathlib import Path
-
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.audit import membership_run as attack_run
-from engine.core.errors import InputError
-from ui.common import show_input_error
+from engine.facade import InputError, attack_result, attack_sizes
+from ui.common import SessionJobs, show_input_error
 
 DIAGNOSTIC = ("Membership attacks — a **non-private diagnostic** for the data owner: "
               "computed from this run's real training records and its held-back records, "
               "not part of the release and outside its ε (saved apart, in attack.json).")
 _COLOURS = {"dcr": "#2563eb", "dcr_calibrated": "#7c3aed", "domias": "#d97706"}
-
-
-@dataclass
-class Task:
-    """One measuring in the background; the thread writes these fields, pages read them."""
-
-    done: int = 0
-    total: int = 1
-    message: str = "starting"
-    error: str | None = None
-    finished: bool = False
-
-
-@st.cache_resource(show_spinner=False)
-def _tasks() -> dict[str, Task]:
-    # One registry per server: a run folder is measured once at a time, whoever asked.
-    return {}
-
-
-def start(folder: Path) -> Task:
-    """Measure the run in `folder` in a daemon thread (reused while one is running)."""
-    tasks = _tasks()
-    key = str(folder)
-    task = tasks.get(key)
-    if task is not None and not task.finished:
-        return task
-    task = tasks[key] = Task()
-
-    def progress(done, total, message):
-        task.done, task.total, task.message = done, total, message
-
-    def work():
-        try:
-            attack_run.attack_run(folder, progress=progress)
-        except InputError as e:
-            task.error = str(e)
-        except Exception as e:  # shown on the page; the thread must not die silently
-            task.error = f"{type(e).__name__}: {e}"
-        finally:
-            task.finished = True
-
-    threading.Thread(target=work, daemon=True, name=f"attack-{folder.name}").start()
-    return task
 
 
 def attack_figure(result: dict, *, log_x: bool = False) -> go.Figure:
@@ -144,7 +98,7 @@ def show_result(result: dict, key: str) -> None:
                + result["bounds"].get("report", result["bounds"]["epsilon"])["source"] + ".")
 
 
-def attack_section(folder: Path, run_id: str, *, allowed: bool) -> None:
+def attack_section(jm: SessionJobs, run_id: str, *, allowed: bool) -> None:
     """The "Membership attacks" section for one finished run (`allowed`: may this
     session read its private records' diagnostic?)."""
     st.markdown(DIAGNOSTIC)
@@ -153,34 +107,39 @@ def attack_section(folder: Path, run_id: str, *, allowed: bool) -> None:
                    "or see its result: the attacks read its private training records.")
         return
     key = f"runs_attack_{run_id}"
-    task = _tasks().get(str(folder))
-    if task is not None and not task.finished:
-        _poll(folder, key)
+    job = jm.store.attack_job(run_id)
+    if job is not None and job.active:
+        _poll(jm, run_id)
         return
-    if task is not None and task.error:
-        show_input_error(InputError(task.error))
-    result = attack_run.saved(folder)
+    if job is not None and job.error:
+        show_input_error(InputError(job.error))
+    folder = jm.store.artifact_dir(run_id)
+    result = attack_result(folder)
     try:
-        info = attack_run.run_sizes(folder)
+        info = attack_sizes(folder)
         st.caption(f"Scores {info['members']:,} members and {info['non-members']:,} "
                    f"non-members against {info['synthetic']:,} synthetic records: about "
                    f"{max(1, round(info['estimated seconds'])):,} s.")
     except (OSError, ValueError, KeyError) as e:
         st.caption(f"cannot preview the cost ({e})")
     if st.button("Measure again" if result else "Measure membership attacks", key=f"{key}_go"):
-        start(folder)
-        st.rerun()
+        try:
+            jm.measure_attacks(run_id)
+        except InputError as e:
+            show_input_error(e)
+        else:
+            st.rerun()
     if result:
         show_result(result, key)
 
 
-def _poll(folder: Path, key: str) -> None:
+def _poll(jm: SessionJobs, run_id: str) -> None:
     @st.fragment(run_every=1.0)
     def progress():
-        task = _tasks().get(str(folder))
-        if task is None or task.finished:
-            st.rerun()  # the whole page: the result is in attack.json now
-        st.progress(min(1.0, task.done / max(task.total, 1)),
-                    text=f"measuring membership attacks… {task.message}")
+        job = jm.store.attack_job(run_id)
+        if job is None or not job.active:
+            st.rerun()  # the whole page: the result is in attack.json now, or the error
+        st.progress(min(1.0, job.done / max(job.total, 1)),
+                    text=f"measuring membership attacks… {job.message}")
 
     progress()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from engine.privacy import risk
+from engine.facade import risk
 
 # ε on a log scale, plus the non-private reference.
 EPSILON_CHOICES = ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "inf"]

@@ -19,12 +19,9 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.errors import InputError
-from engine.core.config import RunConfig
-from engine.runs.gallery import load_into as load_gallery
-from engine.jobs.manager import JobManager, Submission
-from engine.methods.registry import available_methods
-from engine.store.runs import RunStore, default_root
+from engine.facade import (AttackJob, InputError, JobManager, RunConfig, RunStore, Submission,
+                           available_methods, default_root, get_method, list_datasets,
+                           load_dataset as load, load_gallery, visibility)
 
 # One colour per registered method, in registry order (DP-MERF blue, DataLens amber, ...),
 # so a new method gets its own colour without an edit here.
@@ -85,6 +82,10 @@ class SessionJobs:
     def delete(self, run_id: str) -> None:
         self.manager.delete(run_id, session=self.session, instructor=self.instructor)
 
+    def measure_attacks(self, run_id: str) -> AttackJob:
+        return self.manager.measure_attacks(run_id, session=self.session,
+                                            instructor=self.instructor)
+
     def may_control(self, run_id: str) -> bool:
         return self.manager.may_control(run_id, session=self.session,
                                         instructor=self.instructor)
@@ -99,17 +100,13 @@ class SessionJobs:
 
     def visible(self, record, shared: set[str] | None = None):
         """The record as this viewer may see it (engine/jobs/visibility.py)."""
-        from engine.jobs.visibility import visible_record
-
         if shared is None:
             shared = self.manager.store.shared_runs()
-        return visible_record(record, session=self.session, instructor=self.instructor,
+        return visibility.visible_record(record, session=self.session, instructor=self.instructor,
                               shared=record.run_id in shared)
 
     def may_see_real(self, record) -> bool:
-        from engine.jobs.visibility import may_see_real
-
-        return may_see_real(record, session=self.session, instructor=self.instructor)
+        return visibility.may_see_real(record, session=self.session, instructor=self.instructor)
 
     def owner_label(self, owner: str | None) -> str:
         if owner is None:
@@ -139,16 +136,12 @@ def store() -> RunStore:
 @st.cache_resource(show_spinner="Loading dataset…", max_entries=3)
 def load_dataset(name: str, options_key: tuple = ()):
     """Datasets are read-only once loaded, so one copy is shared by every session."""
-    from engine.data.catalog import load
-
     return load(name, options=dict(options_key))
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def dataset_infos() -> list[dict]:
     """What can be loaded here (file checks only), refreshed each minute."""
-    from engine.data.catalog import list_datasets
-
     return list_datasets()
 
 
@@ -208,8 +201,6 @@ def log_axis(fig: go.Figure, axis: str, values) -> go.Figure:
 
 
 def method_title(name: str) -> str:
-    from engine.methods.registry import get_method
-
     try:
         return get_method(name).TITLE
     except InputError:

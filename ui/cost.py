@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.store.eta import about
-from engine.methods.preview import Cost, cost_line, duration
+from engine.facade import Cost, about, cost_line, duration
 
 LONG_RUN_S = 180.0  # above this a workshop participant should know before pressing Train
 

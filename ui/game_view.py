@@ -12,8 +12,7 @@ import time
 
 import streamlit as st
 
-from engine.teaching import game
-from engine.store.runs import RunStore
+from engine.facade import RunStore, game
 from ui.choices import format_epsilon
 from ui.risk_view import add_point, epsilon_sentence, tradeoff_figure
 

@@ -10,9 +10,7 @@ import dataclasses
 import math
 from typing import Any
 
-from engine.core.config import RunConfig, parse_epsilon
-from engine.core.errors import InputError
-from engine.methods.knobs import KnobSpec, data_limits, knob_specs
+from engine.facade import KnobSpec, RunConfig, data_limits, knob_specs, parse_delta, parse_epsilon
 
 
 def knob_key(method: str, name: str) -> str:
@@ -63,11 +61,9 @@ def changed_params(params, values: dict[str, Any]) -> dict[str, Any]:
 def config_from_settings(*, dataset: str, method: str, eps: str, delta: str, seed: int,
                          params: dict[str, Any], data_options: dict | None = None,
                          device: str = "auto") -> RunConfig:
-    """The Playground's strings → a validated RunConfig (raises InputError)."""
-    try:
-        delta_v = float(delta)
-    except (TypeError, ValueError):
-        raise InputError(f"delta must be a number such as 1e-5. Got {delta!r}.") from None
+    """The Playground's strings → a validated RunConfig (raises InputError). The one
+    place a Train's ε and δ are parsed: the config carries them as floats from here on
+    (tests/test_facade.py counts the parser's calls)."""
     return RunConfig(method=method, dataset=dataset, epsilon=parse_epsilon(eps),
-                     delta=delta_v, seed=int(seed), device=device,
+                     delta=parse_delta(delta), seed=int(seed), device=device,
                      data_options=dict(data_options or {}), params=dict(params)).validate()

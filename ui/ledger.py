@@ -8,10 +8,8 @@ import math
 
 import streamlit as st
 
-from engine.core.config import RunConfig
-from engine.core.errors import InputError
-from engine.ledger.budget import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
-from engine.jobs.visibility import ledger_label
+from engine.facade import (INFINITE_WORDS, PUBLIC_NOTE, InputError, Ledger, RunConfig,
+                           epsilon_words, visibility)
 from ui.common import runs_root
 
 
@@ -44,9 +42,9 @@ def budget_line(config: RunConfig, reusable=None) -> str | None:
 def ledger_section(*, instructor: bool, mine: set[str] = frozenset()) -> None:
     """Runs & Compare: the ledger per dataset and per sweep; caps for instructors. An
     uploaded file is named only to its participants (`mine`: the viewer's run ids) and
-    instructors (engine/visibility.ledger_label)."""
+    instructors (engine/jobs/visibility.ledger_label)."""
     led = _ledger()
-    rows = [{**d, "label": ledger_label(d, mine=mine, instructor=instructor)}
+    rows = [{**d, "label": visibility.ledger_label(d, mine=mine, instructor=instructor)}
             for d in led.datasets()]
     st.subheader("Privacy budget per dataset")
     st.caption("Every run that touched a dataset's records, composed exactly (all releases "

@@ -16,10 +16,8 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.jobs.manager import JobSnapshot
-from engine.methods.preview import MEASURING
-from engine.store.records import RunStatus, headline_key, real_key
-from engine.data.render import class_rows, grid_scale
+from engine.facade import (MEASURING, JobSnapshot, RunStatus, class_rows, grid_scale,
+                           headline_key, make_params, method_part, real_key)
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, log_axis, options_key
 from ui.marginals import marginal_bins
@@ -126,9 +124,7 @@ def _starting(snap: JobSnapshot) -> str:
     known so far."""
     cfg, what = snap.config, "preparing"
     try:
-        from engine.methods.registry import make_params, part
-
-        starting = part(cfg.method, "starting")
+        starting = method_part(cfg.method, "starting")
         if starting is not None:
             what = starting(make_params(cfg.method, load_dataset(cfg.dataset, options_key(
                 cfg.data_options or {})), cfg.params))

@@ -27,7 +27,7 @@ import secrets
 
 import streamlit as st
 
-from engine.core import identity
+from engine.facade import identity
 
 COOKIE = "dpsynth_participant"
 INSTRUCTOR_COOKIE = "dpsynth_instructor"

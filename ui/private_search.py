@@ -8,11 +8,9 @@ import time
 
 import streamlit as st
 
-from engine.core.config import RunConfig, parse_epsilon
-from engine.core.errors import InputError
-from engine.privacy.search_plan import DISTRIBUTIONS, plan_search, search_config
-from engine.methods.registry import available_methods, default_params
-from engine.runs.sweeps import parse_values
+from engine.facade import (DISTRIBUTIONS, InputError, RunConfig, available_methods,
+                           default_params, parse_epsilon, parse_values, plan_search,
+                           search_config)
 from ui.choices import EPSILON_CHOICES, epsilon_label
 from ui.common import dataset_infos, load_dataset, method_title, show_input_error
 from ui.knobs import widgets
@@ -66,7 +64,7 @@ def private_search_panel(jm) -> None:
                                epsilon=parse_epsilon(eps), mean=float(mean),
                                distribution=distribution)
         sweep = " ".join(name.split()) or time.strftime("private-%Y%m%d-%H%M%S")
-        jm.request(config, sweep=sweep, reuse=False)
+        jm.request(config, sweep=sweep, reuse=False, data=load_dataset(dataset))  # cached copy
     except InputError as err:
         show_input_error(err)
         return

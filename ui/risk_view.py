@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.privacy import risk
+from engine.facade import risk
 
 # Dense near FPR 0, where the (ε, δ) bound bends and the small-FPR figures are read.
 _FPR = np.unique(np.concatenate([[0.0], np.logspace(-5, 0, 300), np.linspace(0, 1, 201)]))

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.store.records import RunRecord, RunStatus, real_key
-from engine.runs.sweeps import differing_settings, settings_label
+from engine.facade import RunRecord, RunStatus, differing_settings, real_key, settings_label
 from ui.choices import format_epsilon
 
 _CLASSIFIERS = {"logreg": "LogReg", "mlp": "MLP", "rf": "RF", "cnn": "CNN"}

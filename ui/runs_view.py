@@ -8,11 +8,9 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.config import parse_epsilon
-from engine.core.errors import InputError
-from engine.methods.registry import available_methods, default_params
-from engine.runs.sweeps import differing_settings, parse_values, settings_label, sweep_configs
-from engine.store.records import RunRecord, RunStatus
+from engine.facade import (InputError, RunRecord, RunStatus, available_methods, default_params,
+                           differing_settings, parse_epsilon, parse_values, settings_label,
+                           sweep_configs)
 from ui.choices import EPSILON_CHOICES, epsilon_label, format_epsilon
 from ui.common import (PALETTE, REAL_NOTE, dataset_infos, load_dataset, log_axis,
                        method_title, show_input_error)
@@ -131,13 +129,14 @@ def sweep_panel(jm) -> None:
         return
     try:
         values = parse_values(specs[knob], values_text) if knob in specs else None
+        data = load_dataset(dataset)  # the server's cached copy: no load per run queued
         configs = sweep_configs(method=method, dataset=dataset,
                                 epsilons=[parse_epsilon(e) for e in eps], seeds=int(seeds),
-                                data=load_dataset(dataset), knob=knob if knob in specs else None,
+                                data=data, knob=knob if knob in specs else None,
                                 values=values)
         sweep = " ".join(name.split()) or time.strftime("sweep-%Y%m%d-%H%M%S")
         for config in configs:
-            jm.submit(config, sweep=sweep)
+            jm.submit(config, sweep=sweep, data=data)
     except InputError as err:
         show_input_error(err)
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.core.errors import InputError
+from engine.facade import InputError
 from ui import live_view
 from ui.common import show_input_error
 
@@ -34,12 +34,13 @@ def reused_note(jobs, run_id: str) -> None:
         st.rerun()
 
 
-def gallery_answer(jobs, config) -> None:
+def gallery_answer(jobs, config, data) -> None:
     """Before Train: the finished run the store already has for these settings (the
-    gallery's, for the defaults), drawn as it is, labelled as precomputed."""
+    gallery's, for the defaults), drawn as it is, labelled as precomputed (`data`: the
+    page's loaded dataset, so the settings are resolved without loading it again)."""
     if config is None:
         return
-    found = jobs.reusable(config)
+    found = jobs.reusable(config, data=data)
     rec = jobs.store.get_run(found) if found else None
     if rec is None:
         return

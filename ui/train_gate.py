@@ -15,7 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.methods.preview import Cost
+from engine.facade import Cost
 from ui.cost import draw_cost
 
 UPLOAD_NAMES = "pg_upload_names"  # session state: stored path → the user's file name

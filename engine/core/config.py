@@ -52,13 +52,14 @@ class RunConfig:
 
     def validate(self) -> "RunConfig":
         """Check the values that every method shares; raise InputError with the fix."""
+        # The numbers only: ε and δ were parsed from the user's text once, where the
+        # config was built (parse_epsilon, parse_delta), and travel as floats.
         if not isinstance(self.epsilon, (int, float)):
             raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {self.epsilon!r}.")
-        parse_epsilon(self.epsilon)
-        d = self.delta
-        if not isinstance(d, (int, float)) or math.isnan(d) or not 0 < d <= DELTA_MAX:
-            raise InputError(f"delta must be a number in (0, {DELTA_MAX:g}], e.g. 1e-5 (larger "
-                             f"delta is no guarantee). Got {d!r}.")
+        _epsilon_in_range(float(self.epsilon), self.epsilon)
+        if not isinstance(self.delta, (int, float)):
+            raise InputError(_delta_message(self.delta))
+        _delta_in_range(float(self.delta), self.delta)
         if not isinstance(self.cnn_eval, bool):
             raise InputError(f"cnn_eval must be true or false. Got {self.cnn_eval!r}.")
         if self.n_synthetic is not None and int(self.n_synthetic) < 1:
@@ -76,8 +77,10 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        """A config as to_dict wrote it (a stored run's): "inf" back to math.inf. Not
+        the user's text, so not parsed again: it was validated before it was stored."""
         d = dict(d)
-        d["epsilon"] = parse_epsilon(d.get("epsilon", 1.0))
+        d["epsilon"] = float(d.get("epsilon", 1.0))
         return cls(**d)
 
 
@@ -89,7 +92,23 @@ def parse_epsilon(value: Any) -> float:
         raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.") from None
     overflow = math.isinf(eps) and isinstance(value, str) and \
         value.strip().lower().lstrip("+") not in ("inf", "infinity")
-    if math.isnan(eps) or eps <= 0 or overflow:  # '1e400' is not a request for no privacy
+    if overflow:  # '1e400' is not a request for no privacy
+        raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.")
+    return _epsilon_in_range(eps, value)
+
+
+def parse_delta(value: Any) -> float:
+    """Turn user input ('1e-5', 1e-5) into a float in (0, DELTA_MAX]; raise InputError."""
+    try:
+        delta = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(_delta_message(value)) from None
+    return _delta_in_range(delta, value)
+
+
+def _epsilon_in_range(eps: float, value: Any) -> float:
+    """`eps` when it is a budget a run can have, else InputError quoting `value`."""
+    if math.isnan(eps) or eps <= 0:
         raise InputError(f"epsilon must be a number > 0 or 'inf'. Got {value!r}.")
     if math.isfinite(eps) and not EPSILON_MIN <= eps <= EPSILON_MAX:
         raise InputError(f"epsilon must be between {EPSILON_MIN:g} and {EPSILON_MAX:g}, or 'inf' "
@@ -97,6 +116,17 @@ def parse_epsilon(value: Any) -> float:
                          f"nothing; below {EPSILON_MIN:g} no data can carry the noise). "
                          f"Got {value!r}.")
     return eps
+
+
+def _delta_in_range(delta: float, value: Any) -> float:
+    if math.isnan(delta) or not 0 < delta <= DELTA_MAX:
+        raise InputError(_delta_message(value))
+    return delta
+
+
+def _delta_message(value: Any) -> str:
+    return (f"delta must be a number in (0, {DELTA_MAX:g}], e.g. 1e-5 (larger delta is no "
+            f"guarantee). Got {value!r}.")
 
 
 def resolved_settings(config: RunConfig, params) -> str:

@@ -28,11 +28,12 @@ import numpy as np
 
 from engine.store import eta
 from engine.runs import slots
-from engine.core.config import RunConfig
+from engine.core.config import RunConfig, resolved_settings
 from engine.core.errors import InputError
 from engine.core.processes import OWNER
+from engine.store.attack_jobs import AttackJob
 from engine.store.records import ACTIVE, RunRecord, RunStatus, record_fields
-from engine.methods.registry import settings_for
+from engine.methods.registry import make_params, settings_for
 from engine.store.runs import RunStore
 from engine.jobs.scheduling import HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, published_slots
 from engine.jobs.worker import CTX, serve, worker_alive
@@ -93,6 +94,19 @@ def may_control(owner: str | None, *, session: str | None, instructor: bool) -> 
     return instructor or session is None or owner == session
 
 
+def _settings(config: RunConfig, data) -> str | None:
+    """`resolved_settings` of `config`, as engine/methods/registry.settings_for gives them.
+    With `data` (the dataset the web server already holds for the preview) nothing is
+    loaded: a method's defaults read only the data's public sizes and shapes, the same
+    for every seed's split. Without it (the command line, scripts), loaded there."""
+    if data is None:
+        return settings_for(config)
+    try:
+        return resolved_settings(config, make_params(config.method, data, config.params))
+    except InputError:  # as settings_for: never answered with an older run
+        return None
+
+
 def _device_key(config: RunConfig) -> str:
     """The queue a run waits in: one per physical device."""
     if config.device == "cpu":
@@ -139,9 +153,11 @@ class JobManager:
 
     # ------------------------------------------------------------------ public
     def request(self, config: RunConfig, *, sweep: str | None = None,
-                session: str | None = None, reuse: bool = True) -> Submission:
+                session: str | None = None, reuse: bool = True, data=None) -> Submission:
         """Validate; return an identical finished run (same config and seed) when there
-        is one, else register a QUEUED run for the worker."""
+        is one, else register a QUEUED run for the worker. `data`: the config's dataset
+        as the caller already holds it (the Playground's preview), so the settings are
+        resolved without loading it again here (`_settings`)."""
         if self._closed.is_set():
             raise RuntimeError("JobManager is shut down")
         config.validate()
@@ -162,7 +178,7 @@ class JobManager:
             if found is None:
                 raise
             return Submission(found, True)
-        settings = settings_for(config)  # reuse matches the resolved settings, not overrides
+        settings = _settings(config, data)  # reuse matches the resolved settings, not overrides
         if reuse:
             found = self.store.find_finished(config, settings)
             if found is not None:
@@ -177,14 +193,15 @@ class JobManager:
         (same config; found without reading data)."""
         return self.store.find_same_config(config)
 
-    def reusable(self, config: RunConfig) -> str | None:
-        """The finished run `request(config)` would hand back, if any."""
-        return self.store.find_finished(config, settings_for(config))
+    def reusable(self, config: RunConfig, *, data=None) -> str | None:
+        """The finished run `request(config)` would hand back, if any (`data` as in
+        `request`)."""
+        return self.store.find_finished(config, _settings(config, data))
 
     def submit(self, config: RunConfig, *, sweep: str | None = None,
-               session: str | None = None, reuse: bool = True) -> str:
+               session: str | None = None, reuse: bool = True, data=None) -> str:
         """`request` for callers that only need the run id."""
-        return self.request(config, sweep=sweep, session=session, reuse=reuse).run_id
+        return self.request(config, sweep=sweep, session=session, reuse=reuse, data=data).run_id
 
     def cancel(self, run_id: str, *, session: str | None = None,
                instructor: bool = False) -> bool:
@@ -212,6 +229,18 @@ class JobManager:
         engine/jobs/visibility.py)."""
         if self._owned(run_id, session=session, instructor=instructor, verb="share"):
             self.store.set_shared(run_id, shared)
+
+    def measure_attacks(self, run_id: str, *, session: str | None = None,
+                        instructor: bool = False) -> AttackJob:
+        """Queue membership attacks on a finished run for the worker (engine/jobs/attack_jobs.py);
+        owner or instructor only, since they read the run's private training records. A
+        job already queued or running for the run is returned instead."""
+        if self._owned(run_id, session=session, instructor=instructor,
+                       verb="measure attacks on") is None:
+            raise InputError(f"no run {run_id!r} in the store.")
+        job = self.store.queue_attack(run_id)
+        self._ensure_worker()
+        return job
 
     def may_control(self, run_id: str, *, session: str | None, instructor: bool) -> bool:
         rec = self.store.get_run(run_id)
@@ -314,12 +343,14 @@ class JobManager:
                 w.join(5)
 
     def _supervise(self) -> None:
-        """Heartbeat this app's queued rows; restart the worker if queued runs lack one."""
+        """Heartbeat this app's queued rows; restart the worker if queued runs or attack
+        jobs lack one."""
         last_beat = 0.0
         while not self._closed.wait(SUPERVISE_S):
             try:
                 active = self.store.active_runs()
-                if any(r.status == RunStatus.QUEUED for r in active):
+                if (any(r.status == RunStatus.QUEUED for r in active)
+                        or self.store.attacks_waiting()):
                     self._ensure_worker()
                 if time.time() - last_beat >= self.settings.heartbeat_s:
                     self.store.heartbeat(r.run_id for r in active if r.owner == OWNER)

@@ -7,6 +7,7 @@ so the status rules are one piece of code whichever backend trains.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -61,10 +62,21 @@ def published_slots(root) -> int | None:
         return None
 
 
+def die_with(parent_pid: int) -> None:
+    """End this process as soon as its parent is gone (checked twice a second)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
+
+
 class PollLoop:
     """The worker's loop over the store, every POLL_S: end runs whose trainer ended
     (`_reap`), act on stop requests (`_stops`), start queued runs where there is room
-    (`_claim`); every heartbeat, mark the running rows alive and recover rows whose
+    (`_claim`), and run queued membership-attack jobs (engine/jobs/attack_jobs.py, the
+    same for both backends: on the worker's machine, one at a time); every heartbeat, mark the running rows alive and recover rows whose
     owner died (`_beat`). Ends when `closing` is set, when the app that started it dies,
     or after `idle_exit_s` with nothing queued or running.
 
@@ -78,6 +90,17 @@ class PollLoop:
     running: dict
 
     def loop(self) -> str:
+        from engine.jobs.attack_jobs import AttackJobs  # imports this module
+
+        attacks = AttackJobs(self.store)
+        reason = "the app stopped"
+        try:
+            reason = self._poll(attacks)
+        finally:
+            attacks.close(reason)
+        return reason
+
+    def _poll(self, attacks) -> str:
         last_beat = idle_since = time.time()
         while not self.closing.wait(POLL_S):
             if process_token(self.parent_pid) != self.s.parent:
@@ -85,11 +108,13 @@ class PollLoop:
             self._reap()
             self._stops()
             self._claim()
+            attacks.tick()
             now = time.time()
             if now - last_beat >= self.s.heartbeat_s:
                 self._beat()
                 last_beat = now
-            if self.running or self.store.active_runs():
+            if (self.running or attacks.busy or self.store.active_runs()
+                    or self.store.attacks_waiting()):
                 idle_since = now
             elif now - idle_since > self.s.idle_exit_s:
                 return "idle"

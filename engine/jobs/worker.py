@@ -25,13 +25,13 @@ from __future__ import annotations
 import fcntl
 import multiprocessing as mp
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from engine.core.processes import OWNER, process_token
-from engine.jobs.scheduling import STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings, run
+from engine.jobs.scheduling import (STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings,
+                                    die_with, run)
 from engine.store.runs import RunStatus, RunStore
 
 CTX = mp.get_context("spawn")
@@ -206,16 +206,6 @@ class _Worker(PollLoop):
 # --------------------------------------------------------------------- trainer
 
 
-def _die_with(parent_pid: int) -> None:
-    """End this process as soon as its parent is gone (checked twice a second)."""
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
-
-
 def _default_execute(*args, **kwargs):
     from engine.runs.runner import execute
 
@@ -225,7 +215,7 @@ def _default_execute(*args, **kwargs):
 def train_loop(settings: WorkerSettings, conn, stop) -> None:
     """Entry point of a trainer process: import the engine once, then run each run id
     the worker sends, answering "ready" when its end is in the store."""
-    _die_with(os.getppid())
+    die_with(os.getppid())
     os.nice(TRAINER_NICE)  # pages first: a busy CPU goes to the server, then to training
     import torch
 

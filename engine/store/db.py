@@ -74,6 +74,15 @@ GAME_SCHEMA = ("CREATE TABLE IF NOT EXISTS game_rounds ("
                "delta REAL NOT NULL, member INTEGER NOT NULL, guess INTEGER NOT NULL, "
                "optimal INTEGER NOT NULL, time REAL NOT NULL)")
 
+# Membership-attack jobs (engine/store/attack_jobs.py), created on first use: queued by the
+# app, measured by the worker; the result is the run's attack.json, never a column here.
+ATTACKS_SCHEMA = ("CREATE TABLE IF NOT EXISTS attack_jobs ("
+                  "run_id TEXT PRIMARY KEY, "
+                  "state TEXT NOT NULL, "      # queued, running, done, failed
+                  "done INTEGER NOT NULL, total INTEGER NOT NULL, message TEXT, "
+                  "error TEXT, "               # why it failed, for the page
+                  "requested REAL NOT NULL, ended REAL)")
+
 # The privacy budget ledger (engine/ledger/budget.py), created on first use. Its rows are never
 # joined to `runs` and never deleted with a run: deleting a run's files does not un-spend
 # the budget its releases used.

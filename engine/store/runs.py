@@ -23,7 +23,7 @@ The tables and the row → RunRecord conversion are in engine/store/db.py. `RunS
 the run registry (rows, metrics, artifact folders); each other job is a mixin in its own
 module: the queue (queue.py), labels (labels.py), the gallery import
 (gallery.py), the timing queries for estimates (timings.py) and the
-membership game's rounds (game.py). Reads return
+membership game's rounds (game.py), the membership-attack jobs (attack_jobs.py). Reads return
 RunRecords (engine/store/records.py). A run's metrics are whatever the evaluator
 returned, kept as one JSON dict in the `summary` column, so a new score needs no column;
 stores from before that also hold `accuracy`/`real_accuracy` columns, now unused.
@@ -50,6 +50,7 @@ from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps
 from engine.core.processes import OWNER
 from engine.store.records import ACTIVE, TERMINAL, RunRecord, RunStatus, numeric_metrics
+from engine.store.attack_jobs import AttackJobsMixin
 from engine.store.gallery import GalleryImportMixin
 from engine.store.game import GameRoundsMixin
 from engine.store.labels import LabelsMixin
@@ -70,9 +71,10 @@ def default_root() -> Path:
     return Path(home) / "runs"
 
 
-class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRoundsMixin):
+class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRoundsMixin,
+               AttackJobsMixin):
     """SQLite-backed run registry plus one artifact folder per run (and, through its
-    mixins, the queue, labels, gallery import, timings and game rounds)."""
+    mixins, the queue, labels, gallery import, timings, game rounds and attack jobs)."""
 
     def __init__(self, root: str | os.PathLike | None = None, *, recover: bool = True,
                  stale_after_s: float = STALE_AFTER_S) -> None:
@@ -193,6 +195,7 @@ class RunStore(QueueMixin, LabelsMixin, GalleryImportMixin, TimingsMixin, GameRo
             con.execute("DELETE FROM metrics WHERE run_id=?", (run_id,))
             con.execute("DELETE FROM runs WHERE id=?", (run_id,))
             con.commit()
+        self.forget_attack(run_id)
         shutil.rmtree(self.artifact_dir(run_id), ignore_errors=True)
         # Its uploaded file goes with the last run that uses it (engine/store/uploads.py).
         from engine.store import uploads
