@@ -20,18 +20,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.facade import (AttackJob, InputError, JobManager, RunConfig, RunStore, Submission,
-                           available_methods, default_root, get_method, list_datasets,
+                           available_methods, get_method, list_datasets,
                            load_dataset as load, load_gallery, visibility)
+from ui.participant import alias, instructor as is_instructor, owner_key, runs_root
 
 # One colour per registered method, in registry order (DP-MERF blue, DataLens amber, ...),
 # so a new method gets its own colour without an edit here.
 _COLOURS = ("#2563eb", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2")
 PALETTE = {m: _COLOURS[i % len(_COLOURS)] for i, m in enumerate(available_methods())}
 REAL_NOTE = "real data — not private"
-
-
-def runs_root() -> str:
-    return str(default_root().resolve())
 
 
 @st.cache_resource(show_spinner=False)
@@ -47,15 +44,11 @@ def _jobs_for(root: str) -> JobManager:
 def session_id() -> str:
     """This browser's owner key: what the runs it starts are stored under (never shown,
     and not the cookie: ui/participant.py)."""
-    from ui.participant import owner_key
-
     return owner_key()
 
 
 def instructor() -> bool:
     """Instructor mode (ui/participant.instructor)."""
-    from ui.participant import instructor as is_instructor
-
     return is_instructor()
 
 
@@ -111,7 +104,6 @@ class SessionJobs:
     def owner_label(self, owner: str | None) -> str:
         if owner is None:
             return "no session (command line or gallery)"
-        from ui.participant import alias
 
         return "you" if owner == self.session else f"participant {alias(owner)}"
 

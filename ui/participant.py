@@ -27,7 +27,7 @@ import secrets
 
 import streamlit as st
 
-from engine.facade import identity
+from engine.facade import default_root, identity
 
 COOKIE = "dpsynth_participant"
 INSTRUCTOR_COOKIE = "dpsynth_instructor"
@@ -35,10 +35,9 @@ MAX_AGE_S = 60 * 60 * 24 * 180  # half a year: a course, not forever
 _VALID = re.compile(r"[A-Za-z0-9_-]{16,64}")  # what token_urlsafe makes; anything else is ignored
 
 
-def _root() -> str:
-    from ui.common import runs_root
-
-    return runs_root()
+def runs_root() -> str:
+    """The run store's folder (its server secret keys every owner)."""
+    return str(default_root().resolve())
 
 
 def _sent(name: str) -> str | None:
@@ -65,12 +64,12 @@ def participant_id() -> str:
 
 def owner_key() -> str:
     """What this participant's runs are stored under and checked against (not shown)."""
-    return identity.owner_key(_root(), participant_id())
+    return identity.owner_key(runs_root(), participant_id())
 
 
 def alias(key: str | None) -> str:
     """A short public name for an owner key (grants nothing)."""
-    return identity.alias(_root(), key)
+    return identity.alias(runs_root(), key)
 
 
 def _set_cookie(name: str, value: str, max_age: int) -> None:
@@ -108,7 +107,7 @@ def instructor() -> bool:
     if not key or st.session_state.get("_instructor_forget"):
         return False
     token = st.session_state.get("_instructor_token") or _sent(INSTRUCTOR_COOKIE)
-    return identity.instructor_token_valid(_root(), token, key)
+    return identity.instructor_token_valid(runs_root(), token, key)
 
 
 def _check_passphrase() -> None:
@@ -118,7 +117,7 @@ def _check_passphrase() -> None:
     if not typed:
         return
     if identity.passphrase_ok(typed, _passphrase()):
-        st.session_state["_instructor_token"] = identity.instructor_token(_root(), _passphrase())
+        st.session_state["_instructor_token"] = identity.instructor_token(runs_root(), _passphrase())
         st.session_state.pop("_instructor_forget", None)
         st.session_state["_instructor_msg"] = None
     else:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 # Peak RSS of a process that imported torch, the engine and scikit-learn and loaded
 # digits: 0.69 GB here (resource.getrusage ru_maxrss after those imports). Every run's
 # memory formula starts from it (engine/methods/registry.run_memory_gb).
 TORCH_BASELINE_GB = 0.7
+TRAINER_NICE = 5  # added to the app's nice value for trainer (and attack) processes
 
 
 def process_token(pid: int) -> str | None:
@@ -39,3 +42,13 @@ def cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def die_with(parent_pid: int) -> None:
+    """End this process as soon as its parent is gone (checked twice a second)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()

@@ -14,7 +14,7 @@ import multiprocessing as mp
 import os
 
 from engine.core.errors import InputError
-from engine.jobs.scheduling import TRAINER_NICE, die_with
+from engine.core.processes import TRAINER_NICE, die_with
 from engine.store.runs import RunStore
 
 CTX = mp.get_context("spawn")  # never fork a worker that may hold threads

@@ -130,7 +130,7 @@ class JobManager:
         use = slots.plan(slots=slots_per_device)
         self.slots_per_device = use.slots
         # Threads of all slots together fit the cores; trainers run niced, so the server's
-        # pages still come first (engine/jobs/scheduling.py TRAINER_NICE).
+        # pages still come first (engine/core/processes.py TRAINER_NICE).
         self.settings = WorkerSettings(
             root=str(store.root), parent=OWNER or "", slots_per_device=use.slots,
             full_eval=full_eval, execute=execute, idle_exit_s=idle_exit_s,

@@ -50,7 +50,8 @@ from engine.methods.events import Event
 from engine.core.jsonsafe import dumps
 from engine.store.records import RunStatus
 from engine.store.runs import RunStore
-from engine.jobs.scheduling import (STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings,
+from engine.core.processes import TRAINER_NICE
+from engine.jobs.scheduling import (STOP_GRACE_S, PollLoop, WorkerSettings,
                                     publish_slots, run)
 
 ENV = "DPSYNTH_RAY_ADDRESS"

@@ -7,7 +7,6 @@ so the status rules are one piece of code whichever backend trains.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -18,12 +17,12 @@ import numpy as np
 
 from engine.core.errors import InputError
 from engine.core.processes import process_token
+from engine.jobs.attack_jobs import AttackJobs
 from engine.store.runs import RunStatus, RunStore
 
 POLL_S = 0.1  # how often the worker looks at the store (stop requests, new runs)
 STOP_GRACE_S = 1.0  # a stopped trainer gets this long to end cleanly, then it is killed
 HEARTBEAT_S = 5.0
-TRAINER_NICE = 5  # added to the app's nice value for trainer processes
 LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its artifact dir
 
 
@@ -62,16 +61,6 @@ def published_slots(root) -> int | None:
         return None
 
 
-def die_with(parent_pid: int) -> None:
-    """End this process as soon as its parent is gone (checked twice a second)."""
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
-
-
 class PollLoop:
     """The worker's loop over the store, every POLL_S: end runs whose trainer ended
     (`_reap`), act on stop requests (`_stops`), start queued runs where there is room
@@ -90,8 +79,6 @@ class PollLoop:
     running: dict
 
     def loop(self) -> str:
-        from engine.jobs.attack_jobs import AttackJobs  # imports this module
-
         attacks = AttackJobs(self.store)
         reason = "the app stopped"
         try:

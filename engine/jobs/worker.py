@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.core.processes import OWNER, process_token
-from engine.jobs.scheduling import (STOP_GRACE_S, TRAINER_NICE, PollLoop, WorkerSettings,
-                                    die_with, run)
+from engine.core.processes import OWNER, TRAINER_NICE, die_with, process_token
+from engine.jobs.scheduling import STOP_GRACE_S, PollLoop, WorkerSettings, run
 from engine.store.runs import RunStatus, RunStore
 
 CTX = mp.get_context("spawn")

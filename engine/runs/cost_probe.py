@@ -24,9 +24,9 @@ from pathlib import Path
 
 import engine
 from engine.core.config import RunConfig
+from engine.core.processes import TRAINER_NICE
 
 RETRY_S = 30.0  # a key is not probed again sooner than this, even if its timing went stale
-PROBE_NICE = 5  # as engine/jobs/scheduling.TRAINER_NICE: pages first
 
 # The module the probe's process runs (`python -m`): this one, wherever it lives.
 MODULE = __name__ if __name__ != "__main__" else __spec__.name
@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
 
     from engine.runs.slots import plan
 
-    os.nice(PROBE_NICE)
+    os.nice(TRAINER_NICE)  # pages first, as for training
     torch.set_num_threads(plan().threads)  # what a trainer slot gets
     # ... and its BLAS pools, as engine/jobs/worker.py sets them for scikit-learn's scoring
     # (unlimited, the scoring probe timed 10x slow on a busy machine)
