@@ -14,10 +14,8 @@ $(STAMP): requirements.txt
 run: $(STAMP)
 	$(if $(RAY),DPSYNTH_RAY_ADDRESS=$(RAY) )$(VENV)/bin/streamlit run app.py
 
-# Two pytest workers, one test file each at a time (a file's tests share its fixtures and
-# its Ray cluster): many tests wait on trainer processes, so two cores do both.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile --durations=15
+	$(PY) -m pytest --durations=15
 
 # Plant each privacy bug of bench/mutants.py in a scratch copy; fail if a test misses one.
 mutants: $(STAMP)

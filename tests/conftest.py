@@ -3,10 +3,8 @@ import os
 import pytest
 import torch
 
-# Two cores: keep each test process from oversubscribing them (`make test` runs two pytest
-# workers, PYTEST_XDIST_WORKER_COUNT = 2: one thread each).
-_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // _workers)))
+# Two cores: keep each test process from oversubscribing them.
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 # Tests wait on conditions (a run ending, a page showing a figure), never on a clock; this
 # timeout only stops a test that hangs. Speed is measured by the bench/ scripts instead.
