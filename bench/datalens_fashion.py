@@ -38,7 +38,7 @@ from engine.methods.datalens import accounting as datalens_accounting
 from engine.privacy import accountant as privacy
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
-from engine.methods.registry import estimate_cost, make_params
+from engine.methods.registry import estimate_cost, params_for
 
 PAPER_CNN = {("fashion_mnist", 1.0): 0.6478, ("fashion_mnist", 10.0): 0.7061,
              ("mnist", 1.0): 0.7123, ("mnist", 10.0): 0.8066}
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
         cfg = RunConfig(method="datalens", dataset=data.name, epsilon=a.epsilon, delta=a.delta,
                         n_synthetic=a.n_synthetic, params=dict(a.param), device=str(device))
         cfg.validate()
-        p = make_params("datalens", data, cfg.params)
+        p = params_for(cfg, data)
         preview = {**datalens.privacy_preview(cfg, p, data), **estimate_cost(cfg, data, p)}
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)

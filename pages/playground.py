@@ -25,7 +25,9 @@ from ui.train_gate import FITS_HALF, draw_beside, short_label, show_error, start
 
 
 def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) -> None:
-    """Dataset, method or uploaded file changed: set every knob to the new defaults.
+    """Dataset, method or uploaded file changed: set every knob to the new defaults; ε or
+    δ changed: move the knobs the user left at their default to the new budget's default
+    (a knob the user set stays as set).
 
     The knobs are bound to the URL, and a bound widget whose state is merely dropped
     takes its value back from the query string (digits → Fashion kept digits' epochs
@@ -35,10 +37,17 @@ def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) 
     """
     basis = (method, dataset, options_key(data_options or {}))
     previous = st.session_state.get("pg_knob_basis")
-    st.session_state["pg_knob_basis"] = basis
+    before = st.session_state.get("pg_knob_defaults")
+    now = {w.name: w.spec.default for w in widgets(defaults)}
+    st.session_state["pg_knob_basis"], st.session_state["pg_knob_defaults"] = basis, now
     if previous is not None and previous != basis:
-        for w in widgets(defaults):
-            st.session_state[knob_key(method, w.name)] = w.spec.default
+        for name, value in now.items():
+            st.session_state[knob_key(method, name)] = value
+    elif before is not None and before != now:  # the same data, another budget
+        for name, value in now.items():
+            key = knob_key(method, name)
+            if st.session_state.get(key, before.get(name)) == before.get(name):
+                st.session_state[key] = value
 
 
 def _upload(kind: str) -> dict | None:
@@ -204,9 +213,16 @@ with settings:
     actions = st.container()  # Train / Stop sit here, above the long list of knobs
     module = get_method(method)
     data, data_error = _load(dataset, data_options)
-    # Defaults derived from the data (its size and shape); the class defaults until the
-    # data is here (a file not uploaded yet), when nothing can train anyway.
-    defaults = default_params(method, data) if data is not None else module.Params()
+    try:  # ε and δ parsed once per script run, here: the knobs' defaults are for them
+        base, base_error = config_from_settings(
+            dataset=dataset, method=method, eps=eps, delta=delta, seed=int(seed), params={},
+            data_options=data_options), None
+    except InputError as e:
+        base, base_error = None, e
+    # Defaults derived from the data (its size and shape) and the budget asked; the class
+    # defaults until the data is here (a file not uploaded yet), when nothing can train.
+    defaults = module.Params() if data is None else default_params(
+        method, data, *((base.epsilon, base.delta) if base is not None else ()))
     _sync_knobs(method, dataset, data_options, defaults)
     values = {}
     all_knobs = widgets(defaults, data)
@@ -235,10 +251,10 @@ with settings:
         blocked = f"upload your .{dataset} file first (above)."
     else:
         try:
-            config = replace(config_from_settings(
-                dataset=dataset, method=method, eps=eps, delta=delta, seed=int(seed),
-                params=changed_params(defaults, values), data_options=data_options),
-                cnn_eval=cnn)
+            if base is None:
+                raise base_error
+            config = replace(base, params=changed_params(defaults, values),
+                             cnn_eval=cnn).validate()
             # The page's one engine call for the preview; the web server never times
             # training steps itself (engine/runs/cost_probe.py does, in its own process).
             preview = preview_run(config, data, time_here=False)

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.facade import (MEASURING, JobSnapshot, RunStatus, class_rows, grid_scale,
-                           headline_key, make_params, method_part, real_key)
+                           headline_key, method_part, params_for, real_key)
 from ui.choices import format_epsilon
 from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, log_axis, options_key
 from ui.marginals import marginal_bins
@@ -126,8 +126,8 @@ def _starting(snap: JobSnapshot) -> str:
     try:
         starting = method_part(cfg.method, "starting")
         if starting is not None:
-            what = starting(make_params(cfg.method, load_dataset(cfg.dataset, options_key(
-                cfg.data_options or {})), cfg.params))
+            what = starting(params_for(cfg, load_dataset(cfg.dataset, options_key(
+                cfg.data_options or {}))))
     except Exception:  # the data is not loadable here: say less, never fail the view
         pass
     text = f"starting: {what}…"

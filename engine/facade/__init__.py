@@ -20,7 +20,7 @@ from engine.data.catalog import list_datasets, load as load_dataset
 from engine.data.render import class_rows, grid_scale
 
 # Methods: their names, knobs and defaults; the preview before training and its cost line.
-from engine.methods.registry import available_methods, default_params, get_method, make_params
+from engine.methods.registry import available_methods, default_params, get_method, make_params, params_for
 from engine.methods.registry import part as method_part
 from engine.methods.knobs import KnobSpec, data_limits, knob_specs
 from engine.methods.preview import MEASURING, Cost, cost_line, duration
@@ -59,7 +59,8 @@ from engine.teaching import demos, game
 __all__ = [
     "RunConfig", "parse_delta", "parse_epsilon", "InputError", "identity",
     "list_datasets", "load_dataset", "class_rows", "grid_scale",
-    "available_methods", "default_params", "get_method", "make_params", "method_part", "KnobSpec",
+    "available_methods", "default_params", "get_method", "make_params", "params_for",
+    "method_part", "KnobSpec",
     "data_limits", "knob_specs", "MEASURING", "Cost", "cost_line", "duration",
     "datalens_accounting", "DIGITS_MEASURED", "preview",
     "JobManager", "JobSnapshot", "Submission", "visibility", "AttackJob",

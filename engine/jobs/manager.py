@@ -33,7 +33,7 @@ from engine.core.errors import InputError
 from engine.core.processes import OWNER
 from engine.store.attack_jobs import AttackJob
 from engine.store.records import ACTIVE, RunRecord, RunStatus, record_fields
-from engine.methods.registry import make_params, settings_for
+from engine.methods.registry import params_for, settings_for
 from engine.store.runs import RunStore
 from engine.jobs.scheduling import HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, published_slots
 from engine.jobs.worker import CTX, serve, worker_alive
@@ -102,7 +102,7 @@ def _settings(config: RunConfig, data) -> str | None:
     if data is None:
         return settings_for(config)
     try:
-        return resolved_settings(config, make_params(config.method, data, config.params))
+        return resolved_settings(config, params_for(config, data))
     except InputError:  # as settings_for: never answered with an older run
         return None
 

@@ -14,6 +14,9 @@ The checklist of a new method:
         Playground draws its widgets from these), with
           `for_data(dataset) -> Params`: defaults derived from the data's public shape
           (n_train, kind, image shape, columns), never from its name or values;
+          optionally `for_budget(dataset, epsilon, delta) -> Params`: the defaults for
+          the (ε, δ) asked (public too), so a larger ε never gets a worse default run
+          (default: `for_data`; `params_for` below is every caller's way in);
           `validate(dataset) -> Params`: `engine.methods.knobs.check_knobs` plus the checks
           that depend on the data or on several fields; raises InputError;
       - `privacy_preview(config, params, data) -> dict`: what the app and CLI show before
@@ -123,15 +126,22 @@ def part_module(method: str, attr: str) -> ModuleType | None:
     return None if path is None else _import(path, f"{method}'s {attr}")
 
 
-def default_params(method: str, dataset):
-    """The method's defaults for this loaded dataset (not validated: a method that does
-    not support the data says so in `validate`)."""
-    return get_method(method).Params.for_data(dataset)
+def default_params(method: str, dataset, epsilon: float | None = None,
+                   delta: float | None = None):
+    """The method's defaults for this loaded dataset and, where the budget is given, for
+    that (ε, δ) (its `Params.for_budget`; ε and δ are public). Not validated: a method
+    that does not support the data says so in `validate`."""
+    params = get_method(method).Params
+    if epsilon is None or delta is None or not hasattr(params, "for_budget"):
+        return params.for_data(dataset)
+    return params.for_budget(dataset, float(epsilon), float(delta))
 
 
-def make_params(method: str, dataset, overrides: dict | None = None):
-    """The method's defaults for this dataset, updated with the user's overrides, validated."""
-    params = default_params(method, dataset)
+def make_params(method: str, dataset, overrides: dict | None = None, *,
+                epsilon: float | None = None, delta: float | None = None):
+    """The method's defaults for this dataset (for the budget, where given), updated with
+    the user's overrides, validated."""
+    params = default_params(method, dataset, epsilon, delta)
     known = {f.name for f in fields(params)}
     unknown = set(overrides or {}) - known
     if unknown:
@@ -140,6 +150,13 @@ def make_params(method: str, dataset, overrides: dict | None = None):
             f"known: {', '.join(sorted(known))}."
         )
     return replace(params, **(overrides or {})).validate(dataset)
+
+
+def params_for(config, dataset):
+    """The validated params of a run of `config` on `dataset`: the defaults for its ε and
+    δ, with its own settings on top. Every place that builds a run's params calls this."""
+    return make_params(config.method, dataset, config.params, epsilon=config.epsilon,
+                       delta=config.delta)
 
 
 def estimate_cost(config, dataset, params, **timing) -> dict:
@@ -201,6 +218,6 @@ def settings_for(config) -> str | None:
 
     try:  # a private search's params (engine/privacy/search_plan.SPEC) are no method's: None
         data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
-        return resolved_settings(config, make_params(config.method, data, config.params))
+        return resolved_settings(config, params_for(config, data))
     except InputError:
         return None

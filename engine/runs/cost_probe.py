@@ -93,10 +93,10 @@ def measure(config: RunConfig) -> dict:
     """Time `config`'s cost here (this process is the trainer's stand-in); the rates land
     in the shared cache. Returns the cost keys."""
     from engine.data import catalog as datasets
-    from engine.methods.registry import estimate_cost, make_params
+    from engine.methods.registry import estimate_cost, params_for
 
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
-    params = make_params(config.method, data, config.params)
+    params = params_for(config, data)
     return estimate_cost(config, data, params)
 
 

@@ -170,7 +170,7 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
     from engine.data import catalog as datasets
     from engine.ledger import budget as ledger
     from engine.evaluation.utility import fit_and_score, full_evaluation
-    from engine.methods.registry import get_method, make_params
+    from engine.methods.registry import get_method, params_for
 
     base.validate()
     plan = plan_search(epsilon=epsilon, delta=base.delta, mean=mean,
@@ -203,7 +203,7 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
             break
         settings = draw_settings(plan.grid, rng)
         config = replace(base, epsilon=cand_eps, params={**base.params, **settings})
-        params = make_params(config.method, view, config.params)  # bad grid values: here
+        params = params_for(config, view)  # bad grid values: here
         led.add_candidate(charge)
         started += 1
         result = None

@@ -26,7 +26,7 @@ from engine.methods.events import Event, TrainResult
 from engine.runs.artifacts import write_metrics, write_samples_png, write_synthetic
 from engine.core.jsonsafe import jsonable
 from engine.methods.preview import Preview, from_method
-from engine.methods.registry import estimate_cost, get_method, make_params
+from engine.methods.registry import estimate_cost, get_method, params_for
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def preview(config: RunConfig, data: datasets.Dataset, *, params=None,
     untimed cost is measured in a process of its own and said to be "measuring…"."""
     config.validate()
     method = get_method(config.method)
-    params = params if params is not None else make_params(config.method, data, config.params)
+    params = params if params is not None else params_for(config, data)
     timing = {} if time_here else cost_probe.away(config)
     raw = {**method.privacy_preview(config, params, data),
            **estimate_cost(config, data, params, **timing)}
@@ -65,7 +65,7 @@ def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
     method = get_method(config.method)
     ledger.Ledger(ledger_root).check(config)
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
-    params = make_params(config.method, data, config.params)
+    params = params_for(config, data)
     seen = preview(config, data, params=params)  # the trainer's process: timed here
     if seen.refuse:  # a run that cannot fit in memory ends here with one line
         raise InputError(seen.refuse)

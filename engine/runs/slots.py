@@ -86,10 +86,10 @@ def run_memory_gb(config) -> float | None:
 def _memory_gb(config) -> float | None:
     try:
         from engine.data import catalog as datasets
-        from engine.methods.registry import make_params, run_memory_gb
+        from engine.methods.registry import params_for, run_memory_gb
 
         data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
-        return run_memory_gb(config, data, make_params(config.method, data, config.params))
+        return run_memory_gb(config, data, params_for(config, data))
     except Exception:  # an unknown shape: never promise memory we cannot count
         return None
 

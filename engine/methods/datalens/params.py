@@ -7,6 +7,7 @@ shape, which the neighbouring relation treats as public (replace-one, n public).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from engine.privacy import accountant as privacy
@@ -18,6 +19,9 @@ TEACHERS = ("small", "official")  # a CPU-sized MLP ensemble; the official conv 
 _RECORDS_PER_TEACHER = 15  # the paper's 60,000 / 4,000
 _MAX_TEACHERS = 4000  # the paper's; more cost time linearly for little gain at ε=1
 _DEFAULT_MEMORY = 8e9  # defaults stay under this estimate; users may go higher
+# β follows σ down when a large ε lowers σ: β ∝ σ^a, a fitted to the two measured Fashion
+# settings (ε = 1: σ 2500, β .35; ε = 10: σ 450, β .1, LogReg .705; docs/datalens.md)
+_BETA_EXPONENT = math.log(0.35 / 0.1) / math.log(2500 / 450)
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,9 @@ class Params:
                             "the speckle the noisy votes leave (post-processing, free; "
                             "Fashion, docs/datalens.md). 0 = off.")
     max_steps: int = knob(300, lo=1, help="Cap on iterations (the budget may stop training "
-                                          "earlier); the fixed step count when ε = ∞.")
+                                          "earlier; the defaults lower σ so that a large ε "
+                                          "is spent in these steps); the fixed step count "
+                                          "when ε = ∞.")
     accountant: str = knob("exact", choices=tuple(privacy.ACCOUNTANTS),
                            help="How the per-step releases are composed: " + "; ".join(
                                f"{k} = {v}" for k, v in privacy.ACCOUNTANTS.items()))
@@ -105,6 +111,39 @@ class Params:
         if dataset.kind != "image" or dataset.image_shape is None:
             return cls()  # validate() explains that DataLens needs images
         return cls.derived(dataset.n_train, tuple(dataset.image_shape))
+
+    @classmethod
+    def for_budget(cls, dataset, epsilon: float, delta: float) -> "Params":
+        """`for_data`'s defaults, with σ lowered where they would stop at `max_steps`
+        with budget left (`spending`). ε and δ are public."""
+        base = cls.for_data(dataset)
+        if dataset.kind != "image" or dataset.image_shape is None or not math.isfinite(epsilon):
+            return base
+        return base.spending(epsilon, delta, dataset.n_train)
+
+    def spending(self, epsilon: float, delta: float, n_train: int) -> "Params":
+        """These settings with σ calibrated (engine.privacy.accountant) so that `max_steps`
+        iterations spend at most ε, and β lowered with it (`_BETA_EXPONENT`), when σ would
+        afford more steps than `max_steps`: the run then uses its whole budget instead of
+        stopping at the cap (Fashion-MNIST at ε = 10 stopped at ε 1.47). Unchanged when
+        the budget, not the cap, ends the run (a small ε, small data)."""
+        from engine.methods.datalens import accounting
+
+        batch = self.synthetic_batch(n_train)
+        steps = accounting.affordable_steps(epsilon=epsilon, delta=delta, top_k=self.top_k,
+                                            sigma=self.sigma, batch=batch,
+                                            accountant=self.accountant)
+        if steps <= self.max_steps:
+            return self
+        z = privacy.calibrate_noise_multiplier(epsilon=epsilon, delta=delta,
+                                               compositions=self.max_steps * batch,
+                                               accountant=self.accountant)
+        # rounded up to 3 significant digits: a readable σ that never overshoots ε
+        exact = z * accounting.vote_sensitivity(self.top_k)
+        unit = 10 ** (math.floor(math.log10(exact)) - 2)
+        sigma = min(self.sigma, math.ceil(exact / unit) * unit)
+        beta = self.beta * (sigma / self.sigma) ** _BETA_EXPONENT
+        return replace(self, sigma=float(sigma), beta=float(f"{beta:.3g}"))
 
     @classmethod
     def derived(cls, n_train: int, image_shape: tuple[int, int, int]) -> "Params":

@@ -1,0 +1,75 @@
+"""Defaults by ε (issue 41, item 3): every method's defaults are those for the (ε, δ) asked,
+and DataLens's spend the budget at its step cap instead of stopping with ε left."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from engine.core.config import RunConfig
+from engine.methods import registry
+from engine.methods.datalens import accounting
+from engine.methods.datalens.params import Params
+
+ROOT = Path(__file__).resolve().parents[1]
+FASHION = SimpleNamespace(kind="image", image_shape=(1, 28, 28), n_train=60_000, name="fashion")
+
+
+def _spent(p: Params, epsilon: float, delta: float, n_train: int) -> tuple[int, float]:
+    """(steps the run takes, ε they spend), by the accountant."""
+    batch = p.synthetic_batch(n_train)
+    steps = min(p.max_steps, accounting.affordable_steps(
+        epsilon=epsilon, delta=delta, top_k=p.top_k, sigma=p.sigma, batch=batch))
+    return steps, accounting.spent_epsilon(steps=steps, top_k=p.top_k, sigma=p.sigma,
+                                           batch=batch, delta=delta)
+
+
+@pytest.mark.parametrize("epsilon", [3.0, 10.0, 30.0])
+def test_datalens_spends_a_large_budget_at_its_step_cap(epsilon):
+    p = Params.for_budget(FASHION, epsilon, 1e-5)
+    steps, spent = _spent(p, epsilon, 1e-5, FASHION.n_train)
+    assert steps == p.max_steps
+    assert 0.9 * epsilon <= spent <= epsilon
+    # the ε-independent defaults stop early with most of the budget unspent
+    _, old = _spent(Params.for_data(FASHION), epsilon, 1e-5, FASHION.n_train)
+    assert old < 0.5 * epsilon
+
+
+def test_datalens_keeps_its_defaults_where_the_budget_ends_the_run():
+    """ε = 1 on Fashion (149 steps, docs/datalens.md's measured setting) and ε = ∞."""
+    assert Params.for_budget(FASHION, 1.0, 1e-5) == Params.for_data(FASHION)
+    assert Params.for_budget(FASHION, math.inf, 1e-5) == Params.for_data(FASHION)
+    assert _spent(Params.for_budget(FASHION, 1.0, 1e-5), 1.0, 1e-5, 60_000)[0] == 149
+
+
+def test_datalens_noise_and_threshold_fall_as_epsilon_grows():
+    chosen = [Params.for_budget(FASHION, e, 1e-5) for e in (1, 2, 3, 10, 30, 100)]
+    sigmas, betas = [p.sigma for p in chosen], [p.beta for p in chosen]
+    assert sigmas == sorted(sigmas, reverse=True) and sigmas[-1] < sigmas[0]
+    assert betas == sorted(betas, reverse=True) and 0 < betas[-1] < betas[0]
+    # the anchor measured in docs/datalens.md: σ ≈ 450, β ≈ .1 at ε = 10 (LogReg .705)
+    at10 = chosen[3]
+    assert 400 <= at10.sigma <= 550 and 0.08 <= at10.beta <= 0.12
+
+
+def test_a_run_gets_the_defaults_for_its_own_epsilon(digits):
+    """The one way in (registry.params_for): digits at a huge ε lowers σ; the user's own
+    σ still wins."""
+    small = registry.params_for(RunConfig(method="datalens", dataset="digits", epsilon=1.0), digits)
+    big = registry.params_for(RunConfig(method="datalens", dataset="digits", epsilon=1e4), digits)
+    assert big.sigma < small.sigma == registry.default_params("datalens", digits).sigma
+    mine = RunConfig(method="datalens", dataset="digits", epsilon=1e4, params={"sigma": 77.0})
+    assert registry.params_for(mine, digits).sigma == 77.0
+
+
+def test_no_caller_builds_a_runs_params_without_its_budget():
+    """A run's params come from registry.params_for (the defaults for its ε); a call of
+    make_params on a config's params outside the registry would get ε-blind defaults."""
+    blind = re.compile(r"make_params\([^)]*\bc(?:on)?fg?\.params")
+    offenders = [str(f.relative_to(ROOT)) for d in ("engine", "ui", "pages", "bench")
+                 for f in (ROOT / d).rglob("*.py") if blind.search(f.read_text())]
+    assert offenders == []
