@@ -73,3 +73,25 @@ def test_no_caller_builds_a_runs_params_without_its_budget():
     offenders = [str(f.relative_to(ROOT)) for d in ("engine", "ui", "pages", "bench")
                  for f in (ROOT / d).rglob("*.py") if blind.search(f.read_text())]
     assert offenders == []
+
+
+def test_the_playground_shows_the_defaults_for_the_epsilon_chosen(runs_root):
+    """Knobs left at their default follow ε; a knob the user set stays as set."""
+    from apptest import open_app
+    from engine.data.catalog import load
+
+    digits = load("digits")
+    at = open_app({"method": "datalens"})
+    assert not at.exception
+    sigma = at.number_input(key="datalens_sigma").value
+    assert sigma == registry.default_params("datalens", digits, 1.0, 1e-5).sigma
+    at.select_slider(key="eps").set_value("100").run()
+    assert not at.exception
+    at100 = registry.default_params("datalens", digits, 100.0, 1e-5)
+    assert at.number_input(key="datalens_sigma").value == at100.sigma < sigma
+    assert at.number_input(key="datalens_beta").value == at100.beta
+    at.number_input(key="datalens_teachers").set_value(50).run()
+    at.select_slider(key="eps").set_value("50").run()
+    assert at.number_input(key="datalens_teachers").value == 50
+    assert at.number_input(key="datalens_sigma").value == registry.default_params(
+        "datalens", digits, 50.0, 1e-5).sigma

@@ -140,8 +140,8 @@ class Params:
                                                accountant=self.accountant)
         # rounded up to 3 significant digits: a readable σ that never overshoots ε
         exact = z * accounting.vote_sensitivity(self.top_k)
-        unit = 10 ** (math.floor(math.log10(exact)) - 2)
-        sigma = min(self.sigma, math.ceil(exact / unit) * unit)
+        digits = 2 - math.floor(math.log10(exact))
+        sigma = min(self.sigma, math.ceil(exact * 10 ** digits) / 10 ** digits)
         beta = self.beta * (sigma / self.sigma) ** _BETA_EXPONENT
         return replace(self, sigma=float(sigma), beta=float(f"{beta:.3g}"))
 
