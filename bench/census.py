@@ -22,6 +22,7 @@ import pandas as pd
 EDUCATION = ["HS-grad", "Some-college", "Assoc", "Bachelors", "Masters", "Doctorate"]
 EDU_NUM = [9, 10, 12, 13, 14, 16]
 SCHEMA = {"age": {"kind": "integer", "bounds": [17, 90]},
+          "education": {"determines": ["education_num"]},
           "education_num": {"kind": "categorical"},
           "capital_gain": {"kind": ["zero-inflated", "integer"], "mass": 0,
                            "bounds": [0, 99999]},

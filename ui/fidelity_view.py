@@ -31,6 +31,15 @@ def dependence_figure(dep: dict) -> go.Figure:
     return fig
 
 
+def rules_words(rules: dict) -> str:
+    """The rules-broken figure in words: values outside bounds, the worst pair rules."""
+    worst = sorted(((v, k) for k, v in rules["pairs"].items() if v > 0), reverse=True)[:3]
+    pairs = "; ".join(f"{k}: {v:.1%} of rows" for v, k in worst) or "none broken"
+    return (f"{rules['outside_bounds']:.1%} of numeric values outside their bounds; "
+            f"{rules['broken_pairs']:.1%} of rows pair values the real table never pairs "
+            f"({pairs}). Rules: {rules['how']}.")
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _load_fidelity(path: str, mtime: float) -> dict | None:
     """metrics.json's "fidelity", read once per file version (`mtime`), not every rerun."""
@@ -61,9 +70,12 @@ def fidelity_section(store, runs) -> None:
     rid = st.selectbox("Tabular run", list(found), key="runs_fidelity_pick",
                        format_func=lambda i: f"{i} · {found[i][0].method} · {found[i][0].dataset}")
     fid = found[rid][1]
-    a, b = st.columns(2)
+    a, b, c = st.columns(3)
     a.metric("Mean per-column distance", f"{fid['mean_column_distance']:.3f}")
     b.metric("Mean dependence error", f"{fid['mean_dependence_error']:.3f}")
+    rules = fid.get("rules_broken")  # runs measured before it was added have none
+    if rules is not None:
+        c.metric("Rows breaking a rule", f"{rules['rows']:.1%}", help=rules_words(rules))
     st.caption("NOT private: measured on the real training records without noise. " + fid["how"])
     names = list(fid["columns"])
     col = st.selectbox("Column", names, key="runs_fidelity_col")

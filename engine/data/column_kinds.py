@@ -10,7 +10,9 @@ A numeric column may be
 
 Where kinds come from. The user's schema (`schema=` data option: a JSON file or mapping,
 `{"age": {"kind": "integer", "bounds": [17, 90]}, "gain": {"kind": ["zero-inflated",
-"integer"], "mass": 0}}`) is public metadata. Kinds the user does not give are read from
+"integer"], "mass": 0}, "education": {"determines": ["education_num"]}}`) is public
+metadata; "determines" declares a functional dependency, which fidelity's `rules_broken`
+checks in the synthetic table. Kinds the user does not give are read from
 the TRAINING records (whole numbers → integer, no negative value → non-negative, one
 value held by ≥ `MASS_SHARE` of the records → a point mass there): NOT private, and
 metrics.json's `disclosures` says so (as for category lists read from the data).
@@ -37,7 +39,8 @@ import numpy as np
 from engine.data.dataset import Column, Dataset
 from engine.core.errors import InputError
 
-KINDS = ("numeric", "categorical", "integer", "non-negative", "zero-inflated", "bounded")
+KINDS = ("numeric", "categorical", "integer", "non-negative", "zero-inflated", "bounded",
+         "date")  # date: engine/data/dates.py
 MASS_SHARE = 0.25  # a value held by this share of training records is read as a point mass
 FLAG_SUFFIX = " (at point mass)"
 FLAG_CATEGORIES = ["no", "yes"]
@@ -75,10 +78,10 @@ def _entry(name: str, spec) -> dict:
     if not isinstance(spec, dict):
         raise InputError(f"schema entry of {name!r} must be an object such as "
                          f'{{"kind": "integer"}}. Got {spec!r}.')
-    unknown = sorted(set(spec) - {"kind", "bounds", "mass", "categories"})
+    unknown = sorted(set(spec) - {"kind", "bounds", "mass", "categories", "determines"})
     if unknown:
         raise InputError(f"schema entry of {name!r} has unknown keys {unknown}; use kind, "
-                         "bounds, mass, categories.")
+                         "bounds, mass, categories, determines.")
     kinds = spec.get("kind", [])
     kinds = {kinds} if isinstance(kinds, str) else set(kinds)
     bad = sorted(kinds - set(KINDS))
@@ -103,11 +106,16 @@ def _entry(name: str, spec) -> dict:
     elif "zero-inflated" in kinds:
         mass = 0.0
     if "categorical" in kinds and kinds & {"integer", "non-negative", "zero-inflated",
-                                           "bounded", "numeric"}:
+                                           "bounded", "numeric", "date"}:
         raise InputError(f"schema entry of {name!r} mixes categorical with numeric kinds "
                          f"{sorted(kinds)}; pick one.")
+    determines = spec.get("determines", [])
+    determines = [determines] if isinstance(determines, str) else determines
+    if not isinstance(determines, list) or name in determines:
+        raise InputError(f"\"determines\" of {name!r} must list other columns, such as "
+                         f'["education_num"]. Got {spec.get("determines")!r}.')
     return {"kinds": kinds, "bounds": bounds, "mass": mass,
-            "categories": spec.get("categories")}
+            "categories": spec.get("categories"), "determines": tuple(map(str, determines))}
 
 
 def check_bounds(col: str, b) -> tuple[float, float]:
@@ -138,7 +146,7 @@ def describe(values: np.ndarray, col: Column, entry: dict | None) -> tuple[Colum
     integer = "integer" in given
     nonneg = "non-negative" in given
     mass = entry["mass"]
-    if not given - {"numeric", "bounded"}:  # nothing but numeric/bounds given: read the rest
+    if not given - {"numeric", "bounded", "date"}:  # nothing but numeric/bounds: read the rest
         integer = bool(np.all(values == np.round(values)))
         nonneg = bool(np.all(values >= 0))
         uniq, counts = np.unique(values, return_counts=True)

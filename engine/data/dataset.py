@@ -32,6 +32,10 @@ class Column:
     integer: bool = False  # whole numbers only
     nonneg: bool = False  # never below 0
     mass: float | None = None  # zero-inflated: a point mass at this exact value
+    date: bool = False  # days since 1970-01-01, written back as dates (engine/data/dates.py)
+    # names of the columns this one determines (a functional dependency the user declared
+    # in the schema, e.g. education → education_num); fidelity's rules_broken checks them
+    determines: tuple[str, ...] = ()
 
 
 @dataclass

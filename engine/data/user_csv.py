@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.data import column_kinds
+from engine.data import column_kinds, dates
 from engine.data.dataset import (MAX_CATEGORIES, MIN_RECORDS, POSITIONAL_SPLIT, Column, Dataset,
                                  split_indices)
 from engine.core.errors import InputError
@@ -227,12 +227,13 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
         raise InputError(f"columns {listed_num} have a public category list but are forced "
                          "numeric; pick one.")
     for c in force_num:
-        if _as_numbers(df[c]) is None:
+        if _as_numbers(df[c]) is None and dates.as_days(df[c], iso_only=False) is None:
             import pandas as pd
 
             bad_v = df[c][pd.to_numeric(df[c], errors="coerce").isna()].iloc[0]
             raise InputError(f"column {c!r} is forced numeric but holds text such as "
-                             f"{bad_v!r}; fix the values or make it categorical.")
+                             f"{bad_v!r}, neither a number nor a date; fix the values or make "
+                             "it categorical.")
 
     train_pos, test_pos = split_indices(len(df), seed)
     tr, te = df.iloc[train_pos], df.iloc[test_pos]
@@ -240,7 +241,12 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     feats_tr, feats_te, columns = [], [], []
     kinds_read: dict[str, list[str]] = {}
     for c in (c for c in cols if c != label):
-        num_tr = None if (c in force_cat or c in public_cats) else _as_numbers(tr[c])
+        num_tr, is_date = None, False
+        if not (c in force_cat or c in public_cats):
+            num_tr = _as_numbers(tr[c])
+            if num_tr is None:  # dates read as days (ISO ones unasked: engine/data/dates.py)
+                num_tr = dates.as_days(tr[c], iso_only=c not in force_num)
+                is_date = num_tr is not None
         is_num = num_tr is not None and (c in force_num or num_tr.nunique() > 10)
         if c in bounds and not is_num:
             raise InputError(f"bounds were given for {c!r}, which is categorical; add it to "
@@ -250,12 +256,16 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
 
             if not np.isfinite(num_tr.to_numpy()).all():
                 raise InputError(f"column {c!r} holds inf values; replace them first.")
-            num_te = pd.to_numeric(te[c], errors="coerce").to_numpy(np.float64)
+            num_te = (_date_days(te[c]) if is_date else
+                      pd.to_numeric(te[c], errors="coerce").to_numpy(np.float64))
             keep &= np.isfinite(num_te)
-            col = Column(c, "num")
+            col = Column(c, "num", date=is_date)
             if c in bounds:
-                col.bounds, col.bounds_source = column_kinds.check_bounds(c, bounds[c]), "user"
+                given = dates.bound_days(c, bounds[c]) if is_date else bounds[c]
+                col.bounds, col.bounds_source = column_kinds.check_bounds(c, given), "user"
             col, read = column_kinds.describe(num_tr.to_numpy(np.float64), col, kinds.get(c))
+            if is_date:
+                read = ["date (read as days since 1970-01-01)", *read]
             if read:
                 kinds_read[c] = read
             feats_tr.append(num_tr.to_numpy(np.float64))
@@ -275,6 +285,13 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
             feats_te.append(codes_te.astype(np.float64))
         columns.append(col)
 
+    names = {col.name for col in columns}
+    for col in columns:  # functional dependencies declared in the schema
+        col.determines = kinds.get(col.name, {}).get("determines", ())
+        if set(col.determines) - names:
+            raise InputError(f"the schema says {col.name!r} determines "
+                             f"{sorted(set(col.determines) - names)}, which are not feature "
+                             f"columns; feature columns: {sorted(names)}.")
     class_names = public_classes or _domain(tr[label])
     if len(class_names) < 2:
         raise InputError(f"label column {label!r} has one class only ({class_names[0]!r}) in "
@@ -297,6 +314,15 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     return Dataset("csv", "tabular", np.column_stack(feats_tr), y_tr,
                    np.column_stack(feats_te)[keep], y_te[keep], class_names,
                    columns=columns, notes=notes)
+
+
+def _date_days(series) -> np.ndarray:
+    """Test values of a date column as days; NaN where a value is not a date."""
+    import pandas as pd
+
+    parsed = pd.to_datetime(series.astype(str).str.strip(), errors="coerce", format="mixed")
+    days = parsed.to_numpy("datetime64[ns]").astype(np.int64) / dates.DAY_NS
+    return np.where(parsed.isna().to_numpy(), np.nan, days)
 
 
 def _encode_split(s_tr, s_te, cats: list[str], what: str, given: bool):
@@ -352,6 +378,8 @@ def tabular_to_frame(x: np.ndarray, columns: list[Column], *, y=None, class_name
         if col.kind == "cat":
             codes = np.clip(np.rint(v), 0, len(col.categories) - 1).astype(int)
             data[col.name] = np.asarray(col.categories, dtype=object)[codes]
+        elif col.date:
+            data[col.name] = dates.to_dates(v)
         elif col.integer and np.all(v == np.rint(v)):
             data[col.name] = v.astype(np.int64)  # "39", not "39.0", in the CSV
         else:
@@ -369,5 +397,6 @@ def frame_to_tabular(df, columns: list[Column]) -> np.ndarray:
         raise InputError(f"frame lacks columns {missing}.")
     return np.column_stack([
         _codes(df[c.name], c.categories, c.name) if c.kind == "cat"
+        else _date_days(df[c.name]) if c.date
         else df[c.name].to_numpy(np.float64) for c in columns])
 

@@ -8,6 +8,11 @@ the real and on the synthetic table — Pearson correlation for two numeric colu
 Cramér's V (scipy.stats.contingency.association) when one or both are categorical, the
 numeric one cut into `BINS` equal-width bins on the same range — and their absolute
 difference, as a matrix and averaged. The label is one more categorical column.
+Rules broken (`rules_broken`): the share of synthetic numeric values outside the
+column's bounds, and of synthetic rows that break a pair rule of the real table (a value
+that always comes with one value of another column: declared in the schema, e.g.
+education → education_num, or seen in ≥ `RULE_SUPPORT` real records, e.g. "Husband" →
+"Male").
 
 Privacy: NOT private. Every figure is measured on the real training records without
 noise (like the accuracies); metrics.json lists it under disclosures "not private".
@@ -23,6 +28,7 @@ from engine.data.dataset import Column
 
 BINS = 10  # numeric columns in dependence tables and histograms
 MAX_ROWS = 20_000  # rows compared per table (a seeded subsample beyond this)
+RULE_SUPPORT = 20  # real records a value needs before "it always comes with w" is a rule
 
 
 def _range(real: np.ndarray, col: Column) -> tuple[float, float]:
@@ -100,6 +106,7 @@ def fidelity(real_x: np.ndarray, real_y: np.ndarray | None, syn_x: np.ndarray,
     histograms (real vs synthetic, for the Runs page). The label joins as a categorical
     column when both tables have one."""
     columns = list(columns)
+    rules = rules_broken(real_x, syn_x, columns)  # every row: a rare break still counts
     if real_y is not None and syn_y is not None and (syn_y >= 0).any():
         columns.append(Column(label, "cat", categories=list(class_names)))
         real_x = np.column_stack([real_x, real_y])
@@ -124,6 +131,7 @@ def fidelity(real_x: np.ndarray, real_y: np.ndarray | None, syn_x: np.ndarray,
         "dependence": {"names": [c.name for c in columns], "real": dep_real.tolist(),
                        "synthetic": dep_syn.tolist(), "abs_difference": diff.tolist()},
         "mean_dependence_error": float(diff[off].mean()) if off.any() else 0.0,
+        "rules_broken": rules,
         "how": "per column: total variation (categorical), KS and Wasserstein-1 / range "
                "(numeric; range = public bounds, else the real records' min-max); the mean "
                "column distance averages TV and KS; pairs: "
@@ -144,3 +152,64 @@ def _histograms(real: np.ndarray, syn: np.ndarray, col: Column,
         x = [float(v) for v in (edges[:-1] + edges[1:]) / 2]
     return {"x": x, "real": (np.bincount(codes_r, minlength=k) / len(real)).tolist(),
             "synthetic": (np.bincount(codes_s, minlength=k) / len(syn)).tolist()}
+
+
+# ------------------------------------------------------------------ rules broken
+def rules_broken(real_x: np.ndarray, syn_x: np.ndarray, columns: list[Column]) -> dict:
+    """What in the synthetic table the real one never allows (module docstring):
+    `outside_bounds` (share of numeric values outside [lo, hi]: public bounds, else the
+    real records' min–max) with its share per column, `broken_pairs` (share of rows that
+    break a pair rule), the rules and their shares of rows, and `rows` (share of rows
+    breaking anything). NOT private: read from the real training records."""
+    real_x, syn_x = np.asarray(real_x, np.float64), np.asarray(syn_x, np.float64)
+    n = max(1, len(syn_x))
+    bad_rows = np.zeros(len(syn_x), bool)
+    outside = {}
+    for j, c in enumerate(columns):
+        if c.kind == "num":
+            lo, hi = c.bounds if c.bounds is not None else (real_x[:, j].min(), real_x[:, j].max())
+            out = (syn_x[:, j] < lo) | (syn_x[:, j] > hi)
+            outside[c.name], bad_rows = float(out.mean()) if len(out) else 0.0, bad_rows | out
+    pairs = {}
+    pair_rows = np.zeros(len(syn_x), bool)
+    for (i, j), declared in _rule_pairs(columns).items():
+        broken = _pair_breaks(real_x[:, i], real_x[:, j], syn_x[:, i], syn_x[:, j], declared)
+        if broken is not None:
+            name = f"{columns[i].name} → {columns[j].name}" + (" (declared)" if declared else "")
+            pairs[name], pair_rows = float(broken.mean()), pair_rows | broken
+    num = [c for c in columns if c.kind == "num"]
+    return {"outside_bounds": float(np.mean(list(outside.values()))) if num else 0.0,
+            "outside_bounds_by_column": outside,
+            "broken_pairs": float(pair_rows.sum() / n), "pairs": pairs,
+            "rows": float((bad_rows | pair_rows).sum() / n),
+            "how": "numeric values outside public bounds (else the real min-max); rows "
+                   "where a value comes with another column's value the real table never "
+                   f"pairs it with (declared in the schema, or seen in >= {RULE_SUPPORT} real "
+                   "records with one partner only); measured on the real training records"}
+
+
+def _rule_pairs(columns: list[Column]) -> dict[tuple[int, int], bool]:
+    """(i, j) → declared: every declared dependency, and every ordered pair of
+    categorical columns (a rule is looked for in the data)."""
+    index = {c.name: k for k, c in enumerate(columns)}
+    out = {(i, j): False for i, a in enumerate(columns) for j, b in enumerate(columns)
+           if i != j and a.kind == b.kind == "cat"}
+    for i, c in enumerate(columns):
+        out.update({(i, index[b]): True for b in c.determines if b in index})
+    return out
+
+
+def _pair_breaks(ra, rb, sa, sb, declared: bool) -> np.ndarray | None:
+    """Per synthetic row, whether (a, b) breaks a rule of the real pairs; None when the
+    real pairs hold no rule. Declared: any pair the real table never holds breaks it;
+    else only an a-value with ≥ RULE_SUPPORT real records, all with one partner, rules."""
+    values, codes = np.unique(np.concatenate([ra, sa]), return_inverse=True)
+    bvals, bcodes = np.unique(np.concatenate([rb, sb]), return_inverse=True)
+    ka, kb, m = len(values), len(bvals), len(ra)
+    table = np.bincount(codes[:m] * kb + bcodes[:m], minlength=ka * kb).reshape(ka, kb)
+    support, partners = table.sum(1), (table > 0).sum(1)
+    ruled = np.full(ka, True) if declared else (partners == 1) & (support >= RULE_SUPPORT)
+    if not ruled.any():
+        return None
+    sa_code, sb_code = codes[m:], bcodes[m:]
+    return ruled[sa_code] & (table[sa_code, sb_code] == 0)

@@ -39,6 +39,8 @@ ACCOUNTANTS = {
     "rdp-classic": "autodp GaussianMechanism RDP composition (classic RDP->DP conversion)",
 }
 
+# δ below 1/(STRICT_FACTOR·n²) is flagged as stricter than needed (delta_warning).
+STRICT_FACTOR = 100
 # Calibration stops when the bracket is this tight, relative to z.
 _REL_TOL = 1e-6
 _Z_MAX = 1e7
@@ -49,12 +51,23 @@ _Z_MAX = 1e7
 def delta_warning(delta: float, n: int) -> str | None:
     """A warning when δ ≥ 1/n: an (ε, δ) guarantee then allows a mechanism that publishes
     one whole training record in the clear (each with probability δ, so n·δ ≥ 1 of them
-    expected). None when δ < 1/n."""
+    expected). A note when δ < 1/(100·n²): δ is then far below what any record needs
+    (the usual advice is δ well below 1/n), and a smaller δ only buys more noise at the
+    same ε. None in between."""
     if n > 0 and delta >= 1.0 / n:
         return (f"delta={delta:g} is not below 1/n = 1/{n:,} ({1.0 / n:.2g}): at this delta "
                 "the guarantee would allow publishing a whole training record; choose a "
-                f"delta well below 1/n, e.g. {10 ** math.floor(math.log10(0.1 / n)):g}.")
+                f"delta well below 1/n, e.g. {_suggested_delta(n):g}.")
+    if n > 0 and delta < 1.0 / (STRICT_FACTOR * n * n):
+        return (f"delta={delta:g} is far below 1/n² = 1/{n:,}² ({1.0 / (n * n):.2g}): "
+                "stricter than needed, and it costs accuracy (more noise for the same "
+                f"epsilon); delta={_suggested_delta(n):g} is well below 1/n already.")
     return None
+
+
+def _suggested_delta(n: int) -> float:
+    """A power of ten at most a tenth of 1/n."""
+    return 10.0 ** math.floor(math.log10(0.1 / n))
 
 
 # ------------------------------------------------------------------ pure accounting
