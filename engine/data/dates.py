@@ -43,6 +43,16 @@ def as_days(series, *, iso_only: bool = True):
     return pd.Series(ns / DAY_NS, index=series.index, dtype=np.float64)
 
 
+def days_or_nan(series) -> np.ndarray:
+    """Values of a date column (test records, a synthetic CSV read back) as days; NaN
+    where a value is not a date."""
+    import pandas as pd
+
+    parsed = pd.to_datetime(series.astype(str).str.strip(), errors="coerce", format="mixed")
+    days = parsed.to_numpy("datetime64[ns]").astype(np.int64) / DAY_NS
+    return np.where(parsed.isna().to_numpy(), np.nan, days)
+
+
 def to_dates(days: np.ndarray) -> np.ndarray:
     """Days since 1970-01-01 → 'YYYY-MM-DD' strings (rounded to the nearest day)."""
     whole = np.rint(np.asarray(days, dtype=np.float64)).astype(np.int64)

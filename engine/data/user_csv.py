@@ -256,7 +256,7 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
 
             if not np.isfinite(num_tr.to_numpy()).all():
                 raise InputError(f"column {c!r} holds inf values; replace them first.")
-            num_te = (_date_days(te[c]) if is_date else
+            num_te = (dates.days_or_nan(te[c]) if is_date else
                       pd.to_numeric(te[c], errors="coerce").to_numpy(np.float64))
             keep &= np.isfinite(num_te)
             col = Column(c, "num", date=is_date)
@@ -314,15 +314,6 @@ def load_csv(seed: int = 0, path: str | None = None, label: str | None = None,
     return Dataset("csv", "tabular", np.column_stack(feats_tr), y_tr,
                    np.column_stack(feats_te)[keep], y_te[keep], class_names,
                    columns=columns, notes=notes)
-
-
-def _date_days(series) -> np.ndarray:
-    """Test values of a date column as days; NaN where a value is not a date."""
-    import pandas as pd
-
-    parsed = pd.to_datetime(series.astype(str).str.strip(), errors="coerce", format="mixed")
-    days = parsed.to_numpy("datetime64[ns]").astype(np.int64) / dates.DAY_NS
-    return np.where(parsed.isna().to_numpy(), np.nan, days)
 
 
 def _encode_split(s_tr, s_te, cats: list[str], what: str, given: bool):
@@ -397,6 +388,6 @@ def frame_to_tabular(df, columns: list[Column]) -> np.ndarray:
         raise InputError(f"frame lacks columns {missing}.")
     return np.column_stack([
         _codes(df[c.name], c.categories, c.name) if c.kind == "cat"
-        else _date_days(df[c.name]) if c.date
+        else dates.days_or_nan(df[c.name]) if c.date
         else df[c.name].to_numpy(np.float64) for c in columns])
 
