@@ -7,8 +7,10 @@ optional time), or when the user says it is numeric (`numeric=` or the schema's
 training records and, like numeric-versus-categorical, is NOT private (metrics.json's
 `column_kinds` note says so). Once read as days it is an ordinary numeric column: its
 bounds are public only when the user gives them (as days or as dates), else the method
-releases them privately (engine/privacy/dp_bounds.py), and `column_kinds` clamps the
-synthetic days into them; writing them back as dates is post-processing.
+releases them privately (engine/privacy/dp_bounds.py) and draws the synthetic days
+inside them; writing them back as dates is post-processing. dp_bounds' grid is relative
+(cells a fixed share of the value), so for days since 1970 the released range is years
+wide: give public bounds as dates for a tight one.
 """
 
 from __future__ import annotations

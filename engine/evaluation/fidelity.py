@@ -177,8 +177,7 @@ def rules_broken(real_x: np.ndarray, syn_x: np.ndarray, columns: list[Column]) -
         if broken is not None:
             name = f"{columns[i].name} → {columns[j].name}" + (" (declared)" if declared else "")
             pairs[name], pair_rows = float(broken.mean()), pair_rows | broken
-    num = [c for c in columns if c.kind == "num"]
-    return {"outside_bounds": float(np.mean(list(outside.values()))) if num else 0.0,
+    return {"outside_bounds": float(np.mean(list(outside.values()))) if outside else 0.0,
             "outside_bounds_by_column": outside,
             "broken_pairs": float(pair_rows.sum() / n), "pairs": pairs,
             "rows": float((bad_rows | pair_rows).sum() / n),
@@ -203,9 +202,9 @@ def _pair_breaks(ra, rb, sa, sb, declared: bool) -> np.ndarray | None:
     """Per synthetic row, whether (a, b) breaks a rule of the real pairs; None when the
     real pairs hold no rule. Declared: any pair the real table never holds breaks it;
     else only an a-value with ≥ RULE_SUPPORT real records, all with one partner, rules."""
-    values, codes = np.unique(np.concatenate([ra, sa]), return_inverse=True)
-    bvals, bcodes = np.unique(np.concatenate([rb, sb]), return_inverse=True)
-    ka, kb, m = len(values), len(bvals), len(ra)
+    _, codes = np.unique(np.concatenate([ra, sa]), return_inverse=True)
+    _, bcodes = np.unique(np.concatenate([rb, sb]), return_inverse=True)
+    ka, kb, m = codes.max() + 1, bcodes.max() + 1, len(ra)
     table = np.bincount(codes[:m] * kb + bcodes[:m], minlength=ka * kb).reshape(ka, kb)
     support, partners = table.sum(1), (table > 0).sum(1)
     ruled = np.full(ka, True) if declared else (partners == 1) & (support >= RULE_SUPPORT)
