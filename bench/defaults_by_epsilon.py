@@ -36,9 +36,11 @@ def default_run(method: str, dataset: str, epsilon: float, seed: int) -> dict | 
     config = RunConfig(method=method, dataset=dataset, epsilon=epsilon, seed=seed,
                        device="cpu").validate()
     data = datasets.load(dataset, seed=seed)
+    if data.kind not in getattr(get_method(method), "DATA_KINDS", ("image", "tabular")):
+        return None  # AIM models tables only
     try:
         params = params_for(config, data)
-    except InputError:
+    except InputError:  # DataLens refuses tables
         return None
     t0 = time.perf_counter()
     result = None
