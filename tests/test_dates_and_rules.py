@@ -146,3 +146,18 @@ def test_fidelity_stores_the_rules_and_the_schema_declares_a_dependency(tmp_path
     assert data.columns[0].determines == ("n",)
     with pytest.raises(InputError, match="determines"):
         load_csv(path=str(tmp_path / "c.csv"), label="y", schema={"edu": {"determines": ["z"]}})
+
+
+def test_the_rules_bench_prints_a_row_per_method():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "bench/rules_broken.py", "--tiny"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = [ln for ln in proc.stdout.splitlines() if ln.startswith("| marginals |")]
+    assert len(row) == 1
+    share = float(row[0].split("|")[2])
+    assert 0 <= share <= 1 and "education" in row[0]  # the declared pair is checked
