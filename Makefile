@@ -35,5 +35,14 @@ bench-workshop: $(STAMP)
 bench-preview: $(STAMP)
 	$(PY) bench/preview_error.py --dataset fashion_mnist --runs 2
 
+# every method's default run at ε = 1 and ε = 10 (issue 41: defaults by ε)
+.PHONY: bench-defaults bench-rules
+bench-defaults: $(STAMP)
+	$(PY) bench/defaults_by_epsilon.py
+
+# rows of each tabular method's output that break a rule of the census-like table
+bench-rules: $(STAMP)
+	$(PY) bench/rules_broken.py
+
 clean:
 	rm -rf runs .pytest_cache .hypothesis
