@@ -4,6 +4,7 @@ the budget stop, validation, and a tiny end-to-end digits run (CPU, seconds)."""
 from __future__ import annotations
 
 import math
+import re
 import threading
 from dataclasses import replace
 
@@ -185,6 +186,20 @@ def test_preview_digits_has_hint_and_exact_steps(digits):
     assert prev["accountant"] == privacy.ACCOUNTANTS["exact"]
     rdp = _preview(replace(cfg, params={"accountant": "rdp"}), digits)
     assert rdp["accountant"] == privacy.ACCOUNTANTS["rdp"]
+
+
+def test_the_step_cap_hint_shows_only_when_the_cap_leaves_budget_unspent(digits):
+    """The defaults at ε = 10 spend the budget at max_steps: no advice to lower σ. A σ the
+    user raises (with the same cap) leaves most of it unspent, and the hint says so."""
+    from engine.methods.registry import params_for
+
+    cfg = RunConfig(method="datalens", dataset="digits", epsilon=50.0)
+    calibrated = datalens.privacy_preview(cfg, params_for(cfg, digits), digits)
+    assert calibrated["affordable steps"] == datalens.Params.for_data(digits).max_steps
+    assert "hint" not in calibrated
+    capped = replace(cfg, params={"sigma": 2000.0, "max_steps": 5})
+    hint = datalens.privacy_preview(capped, params_for(capped, digits), digits)["hint"]
+    assert re.search(r"max_steps \(5\) stops the run at epsilon [0-9.]+, below the target", hint)
 
 
 def test_preview_warns_when_delta_is_not_below_one_over_n(digits):

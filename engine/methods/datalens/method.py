@@ -114,8 +114,10 @@ def privacy_preview(config, p: Params, data) -> dict:
         # votes, so the student barely moves; on digits β=0.05 reached LogReg .62.
         out["hint"] = ("Non-private run: lower beta (e.g. 0.05); with no noise to out-vote, "
                        "a high threshold drops almost every vote.")
-    elif config.private and steps == p.max_steps:
-        spent = _spent(config, p, steps, batch)
+    elif config.private and steps == p.max_steps and (
+            spent := _spent(config, p, steps, batch)) < 0.95 * config.epsilon:
+        # The defaults calibrate σ to spend ε at max_steps (Params.for_budget); a σ the
+        # user set may still leave most of the budget unspent.
         out["hint"] = (f"max_steps ({p.max_steps}) stops the run at epsilon {spent:.3g}, below the "
                        f"target: lower sigma (paper at epsilon=10: sigma=900, beta=0.2) to spend the "
                        f"rest on less noise.")
