@@ -196,6 +196,8 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
     if not objective or objective.count("/") > 2:
         raise InputError(f"objective must be a stored score, e.g. {DEFAULT_OBJECTIVE}. "
                          f"Got {objective!r}.")
+    if sampler == "grid":  # a grid has only so many points: never repeat one
+        trials = min(trials, math.prod(len(k.grid()) for k in knobs))
     direction = direction or default_direction(objective)
     if direction not in STUDY_DIRECTIONS:
         raise InputError(f"direction must be one of {', '.join(STUDY_DIRECTIONS)}. "
