@@ -274,3 +274,40 @@ class Study:
             self.jm.cancel(rid)
             self.jm.wait(rid, timeout=60)
         list(self._collect(pending))
+
+
+def defaults_score(spec: StudySpec, store) -> tuple[float | None, str]:
+    """The objective of the method's defaults at the study's ε on its dataset, and where
+    it comes from: finished runs in the store with no knob set (their mean), else the
+    gallery's precomputed run (engine/runs/gallery.py). (None, why) without either."""
+    from engine.runs import gallery
+    from engine.store.records import metrics_from_file
+
+    base = spec.base
+    same = [r.metrics[spec.objective] for r in store.list_runs(method=base.method,
+                                                               dataset=base.dataset)
+            if r.status == RunStatus.FINISHED and r.epsilon == base.epsilon
+            and not r.config.params and spec.objective in r.metrics]
+    if same:
+        return sum(same) / len(same), f"mean of {len(same)} finished run(s) with the defaults"
+    for name, config, metrics, _ in gallery.entries():
+        if (config.method, config.dataset, config.epsilon) == (base.method, base.dataset,
+                                                               base.epsilon) \
+                and not config.params and spec.objective in metrics_from_file(metrics):
+            return metrics_from_file(metrics)[spec.objective], f"the gallery's {name}"
+    return None, "no run with the defaults at this ε in the store or the gallery"
+
+
+def ledger_totals(root, spec: StudySpec, name: str) -> dict[str, Any]:
+    """The ledger after the study: its own trials composed, and the dataset's total."""
+    from engine.ledger.budget import Ledger, dataset_id
+
+    ds = dataset_id(spec.base)
+    for d in Ledger(root).datasets():
+        if ds is not None and d["dataset"] == ds.key:
+            mine = [s for s in d["sweeps"] if s["sweep"] == sweep_name(name)]
+            return {"dataset": d["label"], "delta": d["delta"], "dataset_epsilon": d["epsilon"],
+                    "study_epsilon": mine[0]["epsilon"] if mine else 0.0,
+                    "study_runs": mine[0]["runs"] if mine else 0, "cap": d["cap"]}
+    return {"dataset": None if ds is None else ds.label, "dataset_epsilon": 0.0,
+            "study_epsilon": 0.0, "study_runs": 0}
