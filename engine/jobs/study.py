@@ -21,6 +21,7 @@ it in the preview (engine/runs/study_preview.py).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engine.core.errors import InputError
+from engine.core.jsonsafe import dumps
 from engine.core.processes import OWNER
 from engine.jobs.manager import JobManager
 from engine.runs.study_space import StudySpec
@@ -166,7 +168,7 @@ class Study:
         if stored is None:
             self.study.set_user_attr("spec", spec.to_dict())
             self.study.set_user_attr("session", session)
-        elif stored != spec.to_dict():
+        elif stored != json.loads(dumps(spec.to_dict())):  # as stored: tuples are lists
             raise InputError(f"a study named {name!r} already exists with other settings; "
                              f"continue it with --study {name} alone, or pick another name.")
         self._trials: dict[int, Any] = {}  # trial number → optuna Trial asked here

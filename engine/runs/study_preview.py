@@ -113,14 +113,6 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
     from engine.privacy import search_plan
 
     centre = spec.config_for(spec.centre())
-    if data is None:
-        data = catalog.load(centre.dataset, seed=centre.seed, options=centre.data_options)
-    seen = timed_trial(centre, data, wait=wait)
-    if seen.refuse:
-        raise InputError(seen.refuse)
-    cost = seen.cost
-    whole = None if cost is None else cost.whole_s
-    seconds = None if whole is None else whole * math.ceil(spec.trials / max(1, slots))
     ledger = Ledger(root)
     forecast = ledger.forecast(centre, pending=[centre] * (spec.trials - 1) + list(pending))
     if forecast is not None and forecast.refused:
@@ -129,6 +121,14 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
                          f"{epsilon_words(forecast.after)} (at δ = {forecast.delta:g}), past its "
                          f"cap of {forecast.cap:g} (spent so far: "
                          f"ε = {epsilon_words(forecast.spent)}).")
+    if data is None:  # only now: a refused study reads no data
+        data = catalog.load(centre.dataset, seed=centre.seed, options=centre.data_options)
+    seen = timed_trial(centre, data, wait=wait)
+    if seen.refuse:
+        raise InputError(seen.refuse)
+    cost = seen.cost
+    whole = None if cost is None else cost.whole_s
+    seconds = None if whole is None else whole * math.ceil(spec.trials / max(1, slots))
     priv = cand = after = mean = None
     if centre.private:
         mean = float(min(spec.trials, SEARCH_MAX_MEAN))
