@@ -49,7 +49,8 @@ from engine.privacy.search_plan import DISTRIBUTIONS, plan_search, search_config
 from engine.runs.study_space import (MAX_KNOBS, SAMPLERS, STUDY_DIRECTIONS, KnobRange,
                                      StudySpec, build_spec as build_study_spec)
 from engine.runs.study_preview import StudyPreview, study_preview
-from engine.jobs.study import StudyResult, TrialInfo, defaults_score, ledger_totals
+from engine.jobs.study import (StudyResult, TrialInfo, defaults_score, ledger_totals,
+                               optuna_study, study_names)
 from engine.jobs import study_background as studies
 
 # Privacy: the accountant, risk in words, the budget ledger.
@@ -77,7 +78,7 @@ __all__ = [
     "DISTRIBUTIONS", "plan_search", "search_config",
     "MAX_KNOBS", "SAMPLERS", "STUDY_DIRECTIONS", "KnobRange", "StudySpec", "build_study_spec",
     "StudyPreview", "study_preview", "StudyResult", "TrialInfo", "defaults_score",
-    "ledger_totals", "studies",
+    "ledger_totals", "optuna_study", "study_names", "studies",
     "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",

@@ -146,6 +146,11 @@ def load_spec(root: str | os.PathLike, name: str) -> StudySpec | None:
     return StudySpec.from_dict(d) if d else None
 
 
+def optuna_study(root: str | os.PathLike, name: str):
+    """The study as Optuna holds it (for optuna.visualization's plots on the page)."""
+    return _optuna().load_study(study_name=name, storage=storage(root))
+
+
 def study_names(root: str | os.PathLike) -> list[str]:
     if not (Path(root) / STORAGE).exists():
         return []
