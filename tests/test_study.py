@@ -146,6 +146,22 @@ def test_only_the_owner_stops_a_study(fake):
     assert not study_background.resume(fake, "owned")  # a stopped study stays stopped
 
 
+def test_a_trial_refused_at_the_cap_stops_the_study(tmp_path):
+    """A cap reached after the preview (by runs queued elsewhere, say): the refused trial
+    is told FAIL with the ledger's reason and the study stops instead of asking again."""
+    Ledger(tmp_path).set_cap("digits", 1.2)  # one run of ε = 1 fits, two (ε = 1.42) do not
+    jm = JobManager(RunStore(tmp_path), execute=scripted, slots_per_device=2, full_eval=False)
+    try:
+        spec = _spec(base=RunConfig(method="dpmerf", dataset="digits", device="cpu",
+                                    params={"do": "gate", "gate": "never"}), trials=3)
+        res = Study(spec, "capped", jm).run()
+    finally:
+        jm.shutdown()
+    assert res.stopped and len(res.trials) == 2
+    assert [t.state for t in res.trials] == ["FAIL", "FAIL"]
+    assert "past its cap" in res.trials[1].message and res.trials[1].run_id is None
+
+
 # ------------------------------------------------------------------ privacy
 
 

@@ -230,14 +230,16 @@ class Study:
             done = len(self.study.get_trials(deepcopy=False, states=(
                 optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)))
             while done + len(pending) < self.spec.trials and len(pending) < self.jm.slots:
-                self._start(pending)
+                if not self._start(pending):
+                    break  # refused: the stop it asked for ends the study next round
             if not pending:
                 break
             time.sleep(POLL_S)
         self.study.set_user_attr("driver", None)
         return self.result()
 
-    def _start(self, pending: dict[int, str]) -> None:
+    def _start(self, pending: dict[int, str]) -> bool:
+        """Ask for a trial and queue its run; False (trial told FAIL) when refused."""
         trial = self.study.ask(distributions(self.spec))
         config = self.spec.config_for(values(self.spec, trial.params))
         try:
@@ -246,10 +248,11 @@ class Study:
             trial.set_user_attr("why", str(err))
             self.study.tell(trial, state=_optuna().trial.TrialState.FAIL)
             self.request_stop()  # the next trials would be refused the same way
-            return
+            return False
         trial.set_user_attr("run_id", rid)
         pending[trial.number] = rid
         self._trials[trial.number] = trial
+        return True
 
     def _collect(self, pending: dict[int, str]):
         """Tell every trial whose run has ended; yields (number, TrialInfo)."""
