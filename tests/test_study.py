@@ -10,7 +10,6 @@ trains tiny DP-MERF runs for real, through the command line.
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
