@@ -126,6 +126,22 @@ def test_a_restarted_driver_reattaches_to_its_trials_runs(fake):
     assert res.best.value == pytest.approx(0.6)  # the stand-in's score
 
 
+def test_the_page_resumes_a_study_left_unfinished_as_its_owners(fake):
+    spec = _spec(base=RunConfig(method="dpmerf", dataset="digits", device="cpu"), trials=3)
+
+    def crash(info, res):
+        raise KeyboardInterrupt  # the app stopped after the first trial
+
+    with pytest.raises(KeyboardInterrupt):
+        Study(spec, "reloaded", fake, session="carol").run(on_trial=crash)
+    assert study_background.resume(fake, "reloaded")
+    _wait_for(lambda: not study_background.running(fake, "reloaded"))
+    res = study_background.result(fake, "reloaded")
+    assert [t.state for t in res.trials] == ["COMPLETE"] * 3
+    assert {r.session for r in fake.store.list_runs(sweep=sweep_name("reloaded"))} == {"carol"}
+    assert not study_background.resume(fake, "reloaded")  # done: nothing to resume
+
+
 def test_only_the_owner_stops_a_study(fake):
     gate = "never-opened"
     spec = _spec(base=RunConfig(method="dpmerf", dataset="digits", device="cpu",

@@ -219,23 +219,25 @@ class Study:
                 pending[t.number] = rid  # re-attach: its run is queued, running or done
             else:
                 self._fail(t.number, "its run was never queued (the study was interrupted)")
-        while True:
-            self.study.set_user_attr("driver", [OWNER or str(os.getpid()), time.time()])
-            for number, info in self._collect(pending):
-                if on_trial is not None:
-                    on_trial(info, self.result())
-            if (stop is not None and stop.is_set()) or self.stop_requested():
-                self._stop(pending)
-                break
-            done = len(self.study.get_trials(deepcopy=False, states=(
-                optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)))
-            while done + len(pending) < self.spec.trials and len(pending) < self.jm.slots:
-                if not self._start(pending):
-                    break  # refused: the stop it asked for ends the study next round
-            if not pending:
-                break
-            time.sleep(POLL_S)
-        self.study.set_user_attr("driver", None)
+        try:
+            while True:
+                self.study.set_user_attr("driver", [OWNER or str(os.getpid()), time.time()])
+                for number, info in self._collect(pending):
+                    if on_trial is not None:
+                        on_trial(info, self.result())
+                if (stop is not None and stop.is_set()) or self.stop_requested():
+                    self._stop(pending)
+                    break
+                done = len(self.study.get_trials(deepcopy=False, states=(
+                    optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)))
+                while done + len(pending) < self.spec.trials and len(pending) < self.jm.slots:
+                    if not self._start(pending):
+                        break  # refused: the stop it asked for ends the study next round
+                if not pending:
+                    break
+                time.sleep(POLL_S)
+        finally:  # a driver that ends, even by an error, lets another take over at once
+            self.study.set_user_attr("driver", None)
         return self.result()
 
     def _start(self, pending: dict[int, str]) -> bool:
