@@ -15,6 +15,7 @@ st.html(f"<style>{(ROOT / 'assets' / 'style.css').read_text()}</style>")
 PAGES = [
     st.Page(ROOT / "pages" / "playground.py", title="Playground", icon=":material/science:", default=True),
     st.Page(ROOT / "pages" / "runs.py", title="Runs & Compare", icon=":material/monitoring:"),
+    st.Page(ROOT / "pages" / "tune.py", title="Tune", icon=":material/tune:"),
     st.Page(ROOT / "pages" / "accountant.py", title="Accountant", icon=":material/calculate:"),
     st.Page(ROOT / "pages" / "learn.py", title="Learn", icon=":material/menu_book:"),
 ]

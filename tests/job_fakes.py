@@ -8,6 +8,7 @@ leaves `pid` (its pid and parent pid) and `times` (start, end) in the run's fold
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -48,6 +49,8 @@ def _script(p, out, stop, full_eval):
         if do == "no_done":
             return
     metrics = {"synthetic/logreg": 0.6, "real/logreg": 0.9}
+    if do == "where":  # 1.0 inside a Ray worker process (tests/test_ray_study.py)
+        metrics["on_ray"] = float("ray" in sys.modules and sys.modules["ray"].is_initialized())
     if do == "threads":
         import torch
 

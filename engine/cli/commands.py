@@ -1,5 +1,6 @@
 """Command line: `python -m engine train ...`, `... gallery`, `... datasets`, `... risk`,
-`... attack RUN_DIR` (membership attacks on a finished run: engine/cli/attack.py).
+`... attack RUN_DIR` (membership attacks on a finished run: engine/cli/attack.py),
+`... tune` (a tuning study: engine/cli/tune.py).
 
 Bad input ends with exit status 2 and one line on stderr, never a traceback.
 Method knobs are passed as extra flags (`--n-features 2000`, `--top-k 50`) or as
@@ -100,6 +101,9 @@ def build_parser() -> _Parser:
     a.add_argument("--folds", type=int, default=2, help="held-back part cut into this many folds")
     a.add_argument("--seed", type=int, default=0, help="seeds the game's sampling of records")
     a.add_argument("--json", action="store_true", help="print the result as JSON")
+    from engine.cli.tune import add_parser as add_tune
+
+    add_tune(sub)
     sub.add_parser("datasets", help="list datasets and whether each is available here")
     sub.add_parser("methods", help="list methods")
     r = sub.add_parser("risk", help="what an (epsilon, delta) or a run allows an attacker")
@@ -250,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             from engine.cli.attack import main as attack_main
 
             return attack_main(args)
+        if args.command == "tune":
+            from engine.cli.tune import main as tune_main
+
+            return tune_main(args)
         if args.command == "datasets":
             return _datasets()
         if args.command == "risk":

@@ -44,6 +44,15 @@ from engine.runs.gallery import SWEEP as GALLERY_SWEEP, load_into as load_galler
 from engine.runs.sweeps import differing_settings, parse_values, settings_label, sweep_configs
 from engine.privacy.search_plan import DISTRIBUTIONS, plan_search, search_config
 
+# Tuning studies (Optuna ask-and-tell over the run queue; engine/jobs/study.py): the
+# request, its preview before Start, and the background driver for the Tune page.
+from engine.runs.study_space import (MAX_KNOBS, SAMPLERS, STUDY_DIRECTIONS, KnobRange,
+                                     StudySpec, build_spec as build_study_spec)
+from engine.runs.study_preview import StudyPreview, study_preview
+from engine.jobs.study import (StudyResult, TrialInfo, defaults_score, ledger_totals,
+                               optuna_study, study_names)
+from engine.jobs import study_background as studies
+
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
 from engine.ledger.budget import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
@@ -68,6 +77,9 @@ __all__ = [
     "uploads", "about", "GALLERY_SWEEP", "load_gallery",
     "differing_settings", "parse_values", "settings_label", "sweep_configs",
     "DISTRIBUTIONS", "plan_search", "search_config",
+    "MAX_KNOBS", "SAMPLERS", "STUDY_DIRECTIONS", "KnobRange", "StudySpec", "build_study_spec",
+    "StudyPreview", "study_preview", "StudyResult", "TrialInfo", "defaults_score",
+    "ledger_totals", "optuna_study", "study_names", "studies",
     "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",

@@ -74,6 +74,18 @@ def request(key: object, config: RunConfig) -> bool:
         return True
 
 
+def wait_started(timeout: float | None = None) -> None:
+    """Block until every probe this process started has ended: a caller that must show a
+    timed figure before it goes on (the CLI's study preview) waits for it here."""
+    with _lock:
+        procs = [proc for _, proc in _started.values()]
+    for proc in procs:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass  # the preview then says "measuring…", as the page does
+
+
 def log_path() -> Path:
     """The probes' output (stdout and stderr), beside the timings they leave."""
     from engine.store.cost_cache import timings_dir

@@ -1,0 +1,88 @@
+"""The Tune page's board: a study's trials and Optuna's own plots of them
+(optuna.visualization: slice, contour, parallel coordinates, knob importance, history),
+redrawn as trials finish. Numbers come from the engine and Optuna; this module draws."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.facade import InputError, optuna_study, studies
+from ui.common import show_input_error
+
+IMPORTANCE_NEEDS = 20  # trials Optuna's importance estimates want before they mean much
+
+
+def trials_table(res) -> None:
+    rows = [{"trial": t.number, "state": t.state, **t.params,
+             res.spec.objective: t.value, "run": t.run_id or "",
+             "why it failed": t.message if t.state == "FAIL" else ""} for t in res.trials]
+    st.dataframe(rows, hide_index=True, use_container_width=True)
+
+
+def _plots(study, res) -> None:
+    from optuna import visualization as vis
+
+    done = [t for t in res.trials if t.state == "COMPLETE"]
+    if not done:
+        st.info("No trial has finished with a score yet; the plots appear with the first.")
+        return
+    names = [k.name for k in res.spec.knobs]
+    tabs = st.tabs(["Slice", "Contour", "Parallel", "Importance", "History"])
+    with tabs[0]:
+        st.plotly_chart(vis.plot_slice(study), key="tune_slice")
+    with tabs[1]:
+        if len(names) < 2:
+            st.caption("A contour needs two knobs.")
+        else:
+            a, b = st.columns(2)
+            x = a.selectbox("x", names, key="tune_cx")
+            y = b.selectbox("y", [n for n in names if n != x], key="tune_cy")
+            st.plotly_chart(vis.plot_contour(study, params=[x, y]), key="tune_contour")
+    with tabs[2]:
+        st.plotly_chart(vis.plot_parallel_coordinate(study), key="tune_parallel")
+    with tabs[3]:
+        st.caption(f"Rests on {len(done)} finished trial(s)"
+                   + (f"; importance estimates want about {IMPORTANCE_NEEDS}."
+                      if len(done) < IMPORTANCE_NEEDS else "."))
+        if len(names) < 2 or len(done) < 2:
+            st.caption("Importance needs two knobs and two finished trials.")
+        else:
+            st.plotly_chart(vis.plot_param_importances(study), key="tune_importance")
+    with tabs[4]:
+        st.plotly_chart(vis.plot_optimization_history(study), key="tune_history")
+
+
+def board(jm, name: str) -> None:
+    """A study's state, Stop (owner or instructor only), its trials and plots; refreshed
+    every two seconds while it runs."""
+    root = jm.manager.store.root
+    studies.resume(jm.manager, name)  # after a restart: a study left unfinished goes on
+
+    @st.fragment(run_every=2.0 if studies.running(jm.manager, name) else None)
+    def live() -> None:
+        res = studies.result(jm.manager, name)
+        if res is None:
+            st.warning(f"No study {name!r} in this run store.")
+            return
+        running = studies.running(jm.manager, name)
+        spec = res.spec
+        best = res.best
+        st.markdown(f"**{name}** · {spec.base.method} on {spec.base.dataset} at "
+                    f"ε = {spec.base.epsilon:g} per trial · {spec.sampler} · "
+                    f"{len(res.done)} of {spec.trials} trial(s) done"
+                    + (" · running" if running else " · stopped" if res.stopped else ""))
+        if best is not None:
+            st.caption(f"best {spec.objective} {best.value:.4f} with {best.params} "
+                       f"(trial {best.number}, run {best.run_id})")
+        if err := studies.error(jm.manager, name):
+            st.error(err)
+        if running and st.button("Stop the study", key="tune_stop"):
+            try:
+                studies.stop(jm.manager, name, session=jm.session, instructor=jm.instructor)
+                st.toast("Stopping: its queued and running trials end as FAIL.")
+            except InputError as err:  # NotOwner: not this browser's study
+                show_input_error(err)
+        trials_table(res)
+        _plots(optuna_study(root, name), res)
+
+    live()
