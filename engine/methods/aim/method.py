@@ -56,6 +56,7 @@ TITLE = "AIM (adaptive marginals)"
 DATA_KINDS = ("tabular",)  # what it models (engine/runs/gallery.py reads it)
 # The method's other parts, found through engine/methods/registry.py (its checklist).
 AUDIT = "engine.methods.aim.audit"
+COST = "engine.methods.aim.cost"
 TINY_PARAMS = {"bins": 2, "iters": 5, "final_iters": 5, "rounds": 2}
 
 MC_ROWS = 100_000  # records sampled from the model to estimate its marginals
@@ -222,6 +223,9 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         measurements.append(mbi.LinearMeasurement(y, cl, stddev=sigma or 1.0))
         releases.append(_gauss("marginal", MARGINAL_SENSITIVITY, sigma, clique=cl))
     model = _fit(mbi, domain, measurements, n, params.iters)
+    # Seconds per phase, the yields (the consumer's time) left out: engine/methods/aim/cost.py
+    # times a stand-in run by these.
+    took = {"setup": time.perf_counter() - t0, "rounds": []}
     yield Event("release", 0, params.rounds, _spent(releases, config),
                 message=f"measured {len(measurements)} one-way marginals")
 
@@ -230,7 +234,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         if stop is not None and stop.is_set():
             stopped = True
             break
-        t += 1
+        t, t_round = t + 1, time.perf_counter()
         if budget.private:
             step = zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma) + zcdp.selection_rho(eps_t)
             if budget.rho - rho_used < 2 * step:  # the last round takes what is left
@@ -259,13 +263,17 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         model = _fit(mbi, domain, measurements, n, params.iters, warm=model)
         if budget.private and np.abs(_project(model, cl) - before).sum() <= BIAS * sigma * y.size:
             sigma, eps_t, anneals = sigma / 2, eps_t * 2, anneals + 1
+        took["rounds"].append(time.perf_counter() - t_round)
         yield Event("train", t, params.rounds, _spent(releases, config),
                     message=f"round {t}: measured {' x '.join(cl)}")
 
     # Post-processing from here: the noisy measurements only.
+    t_end = time.perf_counter()
     model = _fit(mbi, domain, measurements, n, params.final_iters, warm=model)
     n_out = config.n_synthetic or n
+    t_sample = time.perf_counter()
     x, y = _sample(model, n_out, disc, config.seed)
+    took.update(final_fit=t_sample - t_end, sample=time.perf_counter() - t_sample)
     x = column_kinds.restore(x, data)  # kinds enforced: whole numbers, masses, bounds
     show = slice(0, min(100, n_out))
     report = _report(config, budget, releases)
@@ -276,7 +284,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
             "first_sigma": first_sigma,
             "measured": [list(m.clique) for m in measurements],
             "numeric_bounds": {data.columns[j].name: b for j, b in released_bounds.items()},
-            "model_cliques": [list(c) for c in model.cliques]}
+            "model_cliques": [list(c) for c in model.cliques], "phase_seconds": took}
     result = TrainResult(x, y, report, info, seconds=time.perf_counter() - t0, stopped=stopped)
     yield Event("done", t, params.rounds, report.epsilon_spent, result=result)
 
