@@ -148,3 +148,17 @@ def test_metrics_evaluation_seconds_are_the_whole_wait_after_training(monkeypatc
     assert secs["score_real"] >= 0.3
     assert secs["evaluate"] >= secs["score_synthetic"] + secs["score_real"] + 0.3
     assert secs["total"] >= secs["train"] + secs["evaluate"]
+
+
+def test_aim_finished_runs_replace_the_timing(monkeypatch, cancer):
+    """With finished AIM runs on the data, their training seconds are the preview's and
+    nothing is timed."""
+    monkeypatch.setattr(aim_cost, "_calibrate", lambda *a: pytest.fail("timed"))
+    finished = [{"n_train": cancer.n_train, "seconds": {"train": s}, "info": {"rounds": 20}}
+                for s in (100.0, 80.0, 120.0)]
+    monkeypatch.setattr(cost_cache, "finished_metrics",
+                        lambda method, dataset, store=None, n_train=None:
+                        [m for m in finished if m["n_train"] == n_train])
+    est = aim_cost.estimate(_config("aim", cancer), cancer, make_params("aim", cancer), "cpu")
+    assert est["estimated seconds"] == 100.0 and est["estimated s / round"] == 5.0
+    assert est[cost_cache.BASIS_KEY] == "measured by 3 finished runs on this data"

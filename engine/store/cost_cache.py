@@ -167,28 +167,38 @@ def default_store():
     return _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
 
 
-def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
-    """measured / timed training seconds of the newest finished runs of `method` on
-    `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
+def finished_metrics(method: str, dataset: str, store=None, *, n_train: int | None = None) -> list[dict]:
+    """metrics.json of the newest finished runs of `method` on `dataset` (NEWEST at most;
+    only those with `n_train` training records when given: a CSV's dataset name is "csv")."""
     try:
         store = store if store is not None else default_store()
         if store is None:  # no store yet: nothing finished
             return []
-        out: list[float] = []
+        out: list[dict] = []
         for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
             try:
-                secs = json.loads((store.artifact_dir(rec.run_id) / "metrics.json")
-                                  .read_text()).get("seconds", {})
+                metrics = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
             except (OSError, ValueError):
                 continue
-            timed, train = secs.get("timed"), secs.get("train")
-            if isinstance(timed, (int, float)) and isinstance(train, (int, float)) and timed > 0:
-                out.append(float(train) / float(timed))
+            if n_train is None or metrics.get("n_train") == n_train:
+                out.append(metrics)
             if len(out) >= NEWEST:
                 break
         return out
     except Exception:  # a store we cannot read: no correction, and the basis says so
         return []
+
+
+def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
+    """measured / timed training seconds of the newest finished runs of `method` on
+    `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
+    out = []
+    for metrics in finished_metrics(method, dataset, store):
+        secs = metrics.get("seconds") or {}
+        timed, train = secs.get("timed"), secs.get("train")
+        if isinstance(timed, (int, float)) and isinstance(train, (int, float)) and timed > 0:
+            out.append(float(train) / float(timed))
+    return out
 
 
 def correct(cost: dict[str, Any], method: str, dataset: str, store=None) -> dict[str, Any]:

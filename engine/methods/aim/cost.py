@@ -7,8 +7,9 @@ for PROBE_ROUNDS rounds without noise, and reads the seconds of each phase the r
 records (info["phase_seconds"]): the set-up and one-way fit, a round (selection,
 measurement, warm refit), the final fit per iteration, and the sampling. Cached on disk
 per machine and shape, re-timed when old or when the load changed, and never cached
-when the timing met a load spike (engine/store/cost_cache.py); the seconds are then
-corrected by the measured / timed ratio of this store's finished AIM runs on the data.
+when the timing met a load spike (engine/store/cost_cache.py). Once this store has
+finished AIM runs on the data, their measured training seconds replace the timing (a
+stand-in's first rounds cannot show how much slower a grown model's rounds are).
 
 The unit is a round. How many rounds a private run makes depends on its annealing
 (data-dependent); the preview counts the schedule with an anneal every few rounds
@@ -98,14 +99,37 @@ def rounds(config, data, params) -> int:
     return aim_plan.expected_rounds(budget, params.rounds, len(view.columns) + 1)
 
 
+def _measured(config, data, n_rounds: int) -> dict | None:
+    """The time keys from this store's finished AIM runs on this data (their training
+    seconds and rounds, as metrics.json has them), or None when there is none.
+    A stand-in timing cannot see how a run's rounds slow down as its model grows (on the
+    census bench table from 0.3 s to 8 s a round), nor JAX compiling each new model, so
+    a finished run is the better figure."""
+    seen = [m for m in cost_cache.finished_metrics("aim", config.dataset, n_train=data.n_train)
+            if (m.get("info") or {}).get("rounds") and (m.get("seconds") or {}).get("train")]
+    if not seen:
+        return None
+    train = statistics.median(m["seconds"]["train"] for m in seen)
+    per_round = statistics.median(m["seconds"]["train"] / m["info"]["rounds"] for m in seen)
+    n = len(seen)
+    return {"estimated steps": n_rounds, "estimated s / round": per_round,
+            "estimated seconds": float(train),
+            cost_cache.BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} on this data"}
+
+
 def estimate(config, data, params, device, *, threads: int | None = None, away=None) -> dict:
     """The preview's cost keys: rounds, seconds per round and in all (set-up, rounds,
-    final fit, sampling), memory; "measuring…" while the probe times it elsewhere."""
+    final fit, sampling), memory; from finished runs when there are some, else timed on
+    the stand-in; "measuring…" while the probe times it elsewhere."""
     n_out = config.n_synthetic or data.n_train
     key = _key(data, params, n_out, threads)
+    n_rounds = rounds(config, data, params)
+    measured = _measured(config, data, n_rounds)
+    if measured is not None:  # nothing to time; the memory from a timing, if one was taken
+        timed = _RATES.peek(key)[0]
+        return {**measured, **({"estimated memory (GB)": timed["peak_gb"]} if timed else {})}
     timed = (away(_RATES, key) if away is not None
              else _RATES.get(key, lambda: _calibrate(data, params, n_out)))
-    n_rounds = rounds(config, data, params)
     if timed is None:
         return {"estimated steps": n_rounds, cost_cache.BASIS_KEY: MEASURING}
     # A round refits every measurement so far: its time grows with them (mirror descent
