@@ -36,6 +36,18 @@ def _no_finished_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))  # a fresh timing cache, no store
 
 
+def _datasets_trained_on(monkeypatch, method_module) -> list:
+    """Every dataset `method_module.train` is handed from now on."""
+    seen = []
+    real = method_module.train
+
+    def spy(config, params, data, device, stop):
+        seen.append(data)
+        return real(config, params, data, device, stop)
+    monkeypatch.setattr(method_module, "train", spy)
+    return seen
+
+
 def _config(method, data, **over):
     return RunConfig(method=method, dataset=data.name, epsilon=1.0, delta=1e-5, **over)
 
@@ -43,13 +55,7 @@ def _config(method, data, **over):
 def test_aim_preview_times_a_stand_in_run_of_its_own_code(monkeypatch, cancer):
     """The timing runs `aim.train` on public random numbers of the data's shape: no
     record of the data is handed to it."""
-    seen = []
-    real = aim.train
-
-    def spy(config, params, data, device, stop):
-        seen.append(data)
-        return real(config, params, data, device, stop)
-    monkeypatch.setattr(aim, "train", spy)
+    seen = _datasets_trained_on(monkeypatch, aim)
     params = make_params("aim", cancer, AIM_TINY)
     cost = previews.from_method(estimate_cost(_config("aim", cancer), cancer, params),
                                 _config("aim", cancer), cancer.n_train).cost
@@ -85,13 +91,7 @@ def test_aim_rounds_follow_the_schedule_with_its_anneals(cancer):
 
 
 def test_marginals_preview_is_timed_on_a_stand_in_and_scales_with_rows(monkeypatch, cancer):
-    seen = []
-    real = marginals.train
-
-    def spy(config, params, data, device, stop):
-        seen.append(data)
-        return real(config, params, data, device, stop)
-    monkeypatch.setattr(marginals, "train", spy)
+    seen = _datasets_trained_on(monkeypatch, marginals)
     config = _config("marginals", cancer)
     params = make_params("marginals", cancer)
     est = estimate_cost(config, cancer, params)

@@ -167,7 +167,8 @@ def default_store():
     return _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
 
 
-def finished_metrics(method: str, dataset: str, store=None, *, n_train: int | None = None) -> list[dict]:
+def finished_metrics(method: str, dataset: str, store=None, *,
+                     n_train: int | None = None) -> list[dict]:
     """metrics.json of the newest finished runs of `method` on `dataset` (NEWEST at most;
     only those with `n_train` training records when given: a CSV's dataset name is "csv")."""
     try:

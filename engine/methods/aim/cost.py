@@ -53,6 +53,13 @@ def _calibrate(data, params, n_out: int) -> dict[str, float]:
     config = RunConfig(method="aim", dataset=fake.name, epsilon=math.inf, seed=0,
                        n_synthetic=n_out)
     probe = replace(params, rounds=PROBE_ROUNDS, final_iters=PROBE_FINAL_ITERS)
+    # Most of a round is JAX compiling the model's new programs. A run meets them cold;
+    # a timing after another (a retake after a spike, a second preview) would find them
+    # compiled and time a round at a tenth (0.3 s against 2–5 s on the census table).
+    aim._mbi()
+    import jax
+
+    jax.clear_caches()
     reset = _reset_peak()
     result = None
     for event in aim.train(config, probe, fake, "cpu", threading.Event()):
@@ -114,7 +121,8 @@ def _measured(config, data, n_rounds: int) -> dict | None:
     n = len(seen)
     return {"estimated steps": n_rounds, "estimated s / round": per_round,
             "estimated seconds": float(train),
-            cost_cache.BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} on this data"}
+            cost_cache.BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} "
+                                  "on this data"}
 
 
 def estimate(config, data, params, device, *, threads: int | None = None, away=None) -> dict:

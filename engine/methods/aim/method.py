@@ -4,12 +4,13 @@ private-pgm's marginal inference (`mbi` 2.0, JAX on the CPU).
 
 The workload puts the label first (engine/methods/aim/plan.py): every `degree`-way
 marginal with the label at weight 1, every other pair at `other_weight`. Rounds T = 16·d
-in all (the paper), one-way marginals measured first at the paper's initial σ; then each round picks the marginal the current model
-gets most wrong with the exponential mechanism (quality: weighted L1 error minus the
-noise it would add), measures it with Gaussian noise, and refits the graphical model
-(mirror descent, warm-started); when a measurement barely moves the model the round
-budget is quadrupled (σ halved, ε_t doubled), the last round takes what is left, and
-candidates whose junction tree would pass `max_model_size` · (budget used) are skipped.
+in all (the paper), the one-way marginals measured first at the paper's initial σ; then
+each round picks the marginal the current model gets most wrong with the exponential
+mechanism (quality: weighted L1 error minus the noise it would add), measures it with
+Gaussian noise, and refits the graphical model (mirror descent, warm-started); when a
+measurement barely moves the model the round budget is quadrupled (σ halved, ε_t
+doubled), the last round takes what is left, and candidates whose junction tree would
+pass `max_model_size` · (budget used) are skipped.
 Synthetic records are sampled from the final model (post-processing).
 
 Privacy (replace-one neighbours, n public; the paper states add/remove). A marginal's
@@ -74,7 +75,7 @@ class Params:
     bins: int = knob(8, lo=2, hi=64, main=True,
                      help="Equal-width bins per numeric column on its public (or privately "
                           "released) bounds. Fewer bins = fewer cells sharing the noise.")
-    rounds: int = knob(165, lo=1, main=True,
+    rounds: int = knob(165, lo=1, main=True,  # for_data sets 15·d (165: d = 11)
                        help="Rounds after the one-way marginals: with d attributes the first "
                             "rounds get ρ/(d + rounds) each (default: 16·d in all, as the "
                             "paper). Annealing ends sooner.")

@@ -107,8 +107,8 @@ def paper_rounds(n_attributes: int) -> int:
 
 # A run anneals (σ halved, ε_t doubled: each round 4× the budget) when a measurement
 # barely moved the model; on the census bench table at ε = 1 it did so 3 times in 19
-# rounds. The preview's round count assumes one anneal every ANNEAL_EVERY rounds; finished
-# runs correct the seconds (engine/store/cost_cache.correct).
+# rounds (and 2–3 times in 19–21 in two more runs). The preview's round count assumes one
+# anneal every ANNEAL_EVERY rounds (engine/methods/aim/cost.py).
 ANNEAL_EVERY = 6
 
 

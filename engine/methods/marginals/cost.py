@@ -3,9 +3,9 @@ and memory.
 
 Measured, not a constant: the method's own `train` runs on a stand-in of the run's shape
 (engine/methods/stand_in.py: the same columns, classes and knobs; public random numbers,
-no record read, so no privacy cost) with PROBE_ROWS rows at most, read and drawn, timed cold, and the
-seconds scale with the rows a run reads and draws (binning, counting and drawing are one
-pass each). Cached on disk per machine and shape like every timing
+no record read, so no privacy cost) with PROBE_ROWS rows at most, read and drawn, timed
+cold, and the seconds scale with the rows a run reads and draws (binning, counting and
+drawing are one pass each). Cached on disk per machine and shape like every timing
 (engine/store/cost_cache.py: re-timed when old or when the load moved, not kept when a
 load spike met it) and corrected by this store's finished runs. Memory is a formula: the
 run's arrays (the records, their codes, the synthetic table) over the process baseline.
