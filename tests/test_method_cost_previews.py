@@ -145,9 +145,10 @@ def test_metrics_evaluation_seconds_are_the_whole_wait_after_training(monkeypatc
     out = tmp_path / "run"
     list(runner.execute(config, out, full_eval=True))
     secs = json.loads((out / "metrics.json").read_text())["seconds"]
+    ms = 0.005  # metrics.json rounds each figure to the millisecond
     assert secs["score_real"] >= 0.3
-    assert secs["evaluate"] >= secs["score_synthetic"] + secs["score_real"] + 0.3
-    assert secs["total"] >= secs["train"] + secs["evaluate"]
+    assert secs["evaluate"] >= secs["score_synthetic"] + secs["score_real"] + 0.3 - ms
+    assert secs["total"] >= secs["train"] + secs["evaluate"] - ms
 
 
 def test_aim_finished_runs_replace_the_timing(monkeypatch, cancer):
