@@ -9,10 +9,16 @@ timed on stand-in data); later runs learn from the finished ones
 (engine/methods/scoring_cost.py, engine/store/cost_cache.py), and this process has fitted the
 real-data reference by then (the preview knows: it is not counted again).
 
-    .venv/bin/python bench/preview_error.py [--dataset fashion_mnist] [--method dpmerf]
-        [--runs 2] [--param epochs=5] [--threads N] [--json out.json] [--tiny]
+    .venv/bin/python bench/preview_error.py [--dataset fashion_mnist] [--method dpmerf ...]
+        [--runs 2] [--param epochs=5] [--threads N] [--json out.json] [--tiny] [--rows 40000]
 
-`--tiny` (what tests/test_bench_preview_error.py runs): digits, a small DP-MERF, 2 runs.
+`--dataset census`: bench/census.py's census-like table (`--rows` rows, its schema), as
+bench/tabular.py runs it. `--method` takes several methods (e.g. `aim marginals`): each
+gets `--runs` runs. The training error (predicted vs measured train seconds) is printed
+beside the whole wait's.
+
+`--tiny` (what tests/test_bench_preview_error.py runs): digits, a small DP-MERF, 2 runs;
+with `--method marginals`, the marginals baseline on digits.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ def _s(x) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="fashion_mnist")
-    ap.add_argument("--method", default="dpmerf")
+    ap.add_argument("--method", "--methods", dest="methods", nargs="+", default=["dpmerf"])
+    ap.add_argument("--rows", type=int, default=40_000, help="census rows (--dataset census)")
     ap.add_argument("--epsilon", default="1")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--param", action="append", default=[], help="method knob name=value")
@@ -54,18 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiny", action="store_true", help="digits, a small DP-MERF, 2 runs")
     args = ap.parse_args(argv)
     if args.tiny:
-        args.dataset, args.method, args.runs = "digits", "dpmerf", 2
-        args.param = args.param or ["n_features=200", "epochs=2", "batch_size=200"]
+        args.dataset, args.runs = "digits", 2
+        if args.methods == ["dpmerf"]:
+            args.param = args.param or ["n_features=200", "epochs=2", "batch_size=200"]
     root = Path(args.root or tempfile.mkdtemp(prefix="dpsynth-preview-error-"))
     os.environ["DPSYNTH_RUNS"] = str(root)  # the store, its ledger and the cost timings
 
     import torch
     from threadpoolctl import threadpool_limits
 
-    from engine.runs import runner
-    from engine.jobs import scheduling
     from engine.cli.commands import _pairs
-    from engine.core.config import RunConfig, parse_epsilon
     from engine.runs.slots import plan
     from engine.store.runs import RunStore
 
@@ -74,17 +79,44 @@ def main(argv: list[str] | None = None) -> int:
     threadpool_limits(threads)
     params = _pairs(args.param, "--param")
     store = RunStore(root)
+    dataset, options = _dataset(args.dataset, root, args.rows)
+    rows = []
+    for method in args.methods:
+        rows += _runs(args, method, dataset, options, params, threads, store, root)
+    print(f"# load average at the end {os.getloadavg()[0]:.2f}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+def _dataset(name: str, root: Path, rows: int) -> tuple[str, dict | None]:
+    """(catalog name, data options): the census table is written into the store's folder."""
+    if name != "census":
+        return name, None
+    sys.path.insert(0, str(ROOT / "bench"))
+    from census import write
+
+    csv, schema = write(root / "census.csv", rows=rows, seed=0)
+    return "csv", {"path": str(csv), "label": "income", "schema": str(schema)}
+
+
+def _runs(args, method, dataset, options, params, threads, store, root) -> list[dict]:
+    """`args.runs` runs of `method`, one after another, each printed as it ends."""
+    from engine.runs import runner
+    from engine.jobs import scheduling
+    from engine.core.config import RunConfig, parse_epsilon
+
     load = os.getloadavg()
-    print(f"# {args.method} on {args.dataset}, {args.runs} run(s), {threads} thread(s), "
+    print(f"# {method} on {args.dataset}, {args.runs} run(s), {threads} thread(s), "
           f"load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
           f"{os.cpu_count()} cores; store {root}", flush=True)
-    print("run | predicted train s | measured | predicted scoring s | measured | "
-          "predicted whole s | measured whole s | error | scoring basis", flush=True)
+    print("run | predicted train s | measured | train error | predicted scoring s | measured | "
+          "predicted whole s | measured whole s | error | train basis | scoring basis", flush=True)
     rows = []
     for i in range(args.runs):
-        config = RunConfig(method=args.method, dataset=args.dataset,
+        config = RunConfig(method=method, dataset=dataset, data_options=options,
                            epsilon=parse_epsilon(args.epsilon), seed=i, params=params)
-        basis = _basis(runner, config)  # the preview the run is about to make, in words
+        basis, train_basis = _basis(runner, config)  # the preview the run is about to make
         run_id = store.create_run(config)
         t0 = time.perf_counter()
         status = scheduling.run(store, run_id, runner.execute, stop=threading.Event(),
@@ -100,25 +132,27 @@ def main(argv: list[str] | None = None) -> int:
                "predicted_whole_s": secs.get("predicted_whole"), "whole_s": round(whole, 3),
                "error": None if secs.get("predicted_whole") is None
                else (secs["predicted_whole"] - whole) / whole, "scoring_basis": basis,
+               "method": method, "train_basis": train_basis,
+               "train_error": None if not secs.get("predicted") or not secs.get("train")
+               else (secs["predicted"] - secs["train"]) / secs["train"],
                "load_after": os.getloadavg()[0]}
         rows.append(row)
         print(f"{i + 1} | {_s(row['predicted_train_s'])} | {_s(row['train_s'])} | "
+              f"{_pct(row['predicted_train_s'], row['train_s'])} | "
               f"{_s(pred_scoring)} | {_s(row['scoring_s'])} | {_s(row['predicted_whole_s'])} | "
-              f"{_s(whole)} | {_pct(row['predicted_whole_s'], whole)} | {basis}", flush=True)
-    print(f"# load average at the end {os.getloadavg()[0]:.2f}", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-    return 0
+              f"{_s(whole)} | {_pct(row['predicted_whole_s'], whole)} | {train_basis} | {basis}",
+              flush=True)
+    return rows
 
 
-def _basis(runner, config) -> str:
-    """How a preview of `config` finds its scoring time now (the run's own preview, in
-    the trainer, follows a moment later with the same caches)."""
+def _basis(runner, config) -> tuple[str, str]:
+    """How a preview of `config` finds its scoring and training times now (the run's own
+    preview, in the trainer, follows a moment later with the same caches)."""
     from engine.data import catalog as datasets
 
-    data = datasets.load(config.dataset, seed=config.seed)
+    data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     cost = runner.preview(config, data).cost
-    return cost.scoring_basis if cost else "—"
+    return (cost.scoring_basis or "—", cost.basis or "—") if cost else ("—", "—")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from engine.methods.registry import make_params
 
 pytest.importorskip("mbi")
 
-TINY = {"bins": 2, "iters": 5, "final_iters": 5}
+TINY = {"bins": 2, "iters": 5, "final_iters": 5, "rounds": 3}
 
 
 def _rdp_eps(rho: float, delta: float) -> float:

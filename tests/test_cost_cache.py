@@ -179,3 +179,62 @@ def test_the_probe_runs_its_own_module_and_says_when_it_fails(monkeypatch, tmp_p
             assert time.time() < deadline, "no warning for a failed probe"
             time.sleep(0.05)
     assert "engine.no_such_probe" in cost_probe.log_path().read_text()
+
+
+def _spiky(monkeypatch, load: float, *cpu_shares: float):
+    """A machine whose load average reads `load` (2 cores) and where the i-th timing gets
+    `cpu_shares[i]` (the last one after that) of its wall time in CPU seconds; the clocks
+    advance only in `compute`."""
+    clock = {"wall": 0.0, "cpu": 0.0}
+    monkeypatch.setattr(cost_cache, "_load", lambda: load)
+    monkeypatch.setattr(cost_cache, "_cores", lambda: 2)
+    monkeypatch.setattr(cost_cache, "_wall", lambda: clock["wall"])
+    monkeypatch.setattr(cost_cache, "_cpu", lambda: clock["cpu"])
+    calls = []
+
+    def compute():
+        clock["wall"] += 1.0
+        clock["cpu"] += cpu_shares[min(len(calls), len(cpu_shares) - 1)]
+        calls.append(1)
+        return {"step": float(len(calls))}
+    return compute, calls
+
+
+@pytest.mark.parametrize("load,cpu_share", [(4.0, 1.0), (0.5, 0.2)])
+def test_a_timing_a_load_spike_met_is_retimed_and_never_served_fresh(monkeypatch, tmp_path,
+                                                                      load, cpu_share):
+    """By the load average (2 per core) or by the CPU share (a fifth of the wall time):
+    timed twice at once, kept as stale only, and timed again by the next preview."""
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    compute, calls = _spiky(monkeypatch, load, cpu_share)
+    cache = cost_cache.TimedCache("spiky")
+    assert cache.get("shape", compute) == {"step": 2.0} and len(calls) == 2
+    assert cache.peek("shape") == ({"step": 2.0}, False)  # shown, not fresh
+    assert cost_cache.TimedCache("spiky").peek("shape") == ({"step": 2.0}, False)  # on disk too
+    cache.get("shape", compute)
+    assert len(calls) == 4
+
+
+def test_a_quiet_timing_is_cached_and_a_spike_that_passed_is_not_kept(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    compute, calls = _spiky(monkeypatch, 0.5, 0.9)
+    cache = cost_cache.TimedCache("quiet")
+    assert cache.get("shape", compute) == {"step": 1.0}
+    assert cache.get("shape", compute) == {"step": 1.0} and len(calls) == 1
+    assert cost_cache.TimedCache("quiet").peek("shape") == ({"step": 1.0}, True)
+
+
+def test_a_spike_during_the_first_timing_only_keeps_the_second(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    compute, calls = _spiky(monkeypatch, 0.5, 0.1, 0.9)  # starved, then quiet
+    cache = cost_cache.TimedCache("passed")
+    assert cache.get("shape", compute) == {"step": 2.0} and len(calls) == 2
+    assert cache.peek("shape") == ({"step": 2.0}, True)
+    assert cache.get("shape", compute) == {"step": 2.0} and len(calls) == 2
+
+
+def test_the_spike_rule():
+    assert not cost_cache.spiked(0.1, 0.1, 0.0)  # too short to judge by CPU share
+    assert cost_cache.spiked(0.1, 1.0, 0.0)  # starved
+    assert cost_cache.spiked(1.0, 1.0, 1.6 * cost_cache._cores())  # loaded
+    assert not cost_cache.spiked(0.6, 1.0, 1.4 * cost_cache._cores())

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from engine.methods import scoring_cost
+from engine.methods.stand_in import design_matrix
 from engine.core.config import RunConfig
 from engine.methods.preview import MEASURING, Cost, cost_line
 from engine.store.records import RunStatus
@@ -63,7 +64,7 @@ def test_without_finished_runs_it_is_timed_on_stand_in_data_or_measuring(tmp_pat
 
 
 def test_the_stand_in_reads_no_record_and_has_learnable_labels():
-    x, y = scoring_cost.stand_in(300, 64, 10)
+    x, y = design_matrix(300, 64, 10)
     assert x.shape == (300, 64) and 0 <= x.min() and x.max() <= 1 and len(set(y)) > 2
 
 

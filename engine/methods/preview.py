@@ -24,6 +24,7 @@ MEASURING = "measuring…"  # the basis while the cost is being timed elsewhere
 _COST_KEYS = {"estimated seconds": "seconds", "estimated seconds (timed now)": "timed_seconds",
               "estimate basis": "basis", "estimated memory (GB)": "memory_gb",
               "estimated s / step": "per_step_s", "estimated s / iteration": "per_step_s",
+              "estimated s / round": "per_step_s",
               "estimated steps": "steps", "faster with": "faster_with",
               "estimated CNN seconds (at most)": "cnn_seconds",
               "estimated scoring seconds": "scoring_seconds", "scoring basis": "scoring_basis"}
@@ -40,8 +41,8 @@ class Cost:
     basis: str = "timed now"  # how `seconds` was found, in words
     timed_seconds: float | None = None  # as timed, before the correction (metrics.json "timed")
     memory_gb: float | None = None  # peak resident memory, from the method's formula
-    per_step_s: float | None = None  # seconds per step (DP-MERF) or iteration (DataLens)
-    unit: str = "step"  # what `per_step_s` counts: "step" or "iteration"
+    per_step_s: float | None = None  # seconds per step (DP-MERF), iteration (DataLens), round (AIM)
+    unit: str = "step"  # what `per_step_s` counts: "step", "iteration" or "round" (AIM)
     steps: int | None = None
     faster_with: str | None = None  # the method's knobs that shorten a run, in words
     # scoring with the CNN (images, when asked), at most: every epoch, synthetic + real
@@ -85,8 +86,9 @@ def from_method(raw: dict, config, n_train: int) -> Preview:
     """The one adapter from a method's preview dict to a Preview; adds the δ warning
     (δ ≥ 1/n, engine/privacy/accountant.py) for private runs, whatever the method said."""
     cost_fields = {_COST_KEYS[k]: v for k, v in raw.items() if k in _COST_KEYS}
-    if "estimated s / iteration" in raw:
-        cost_fields["unit"] = "iteration"
+    for unit in ("iteration", "round"):
+        if f"estimated s / {unit}" in raw:
+            cost_fields["unit"] = unit
     has_cost = any(k in cost_fields for k in ("seconds", "memory_gb", "basis", "cnn_seconds",
                                               "scoring_seconds"))
     warnings = [delta_warning(config.delta, n_train) if config.private else None,
@@ -112,7 +114,7 @@ def cost_line(cost: Cost | None, *, markdown: bool = False) -> str:
         head = f"about {duration(cost.seconds)} of training ({cost.basis})"
     elif cost.basis == MEASURING:
         head = f"training time {cost.basis}"
-    else:  # a method without a cost module (marginals, AIM)
+    else:  # a method without a cost module
         head = "training time not estimated for this method"
     parts = [head]
     if cost.steps is not None:

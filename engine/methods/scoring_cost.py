@@ -11,8 +11,8 @@ Sources, best first, as for training (engine/store/cost_cache.py):
   not fitted it yet (`engine.evaluation.utility.real_reference_fitted`); the web server cannot
   know which trainer will take the run and counts it.
 - timed: each classifier fitted here on PROBE_ROWS rows of stand-in data of the run's
-  shape (uniform noise labelled by a random linear map: public random numbers, no record
-  read, so no privacy cost), scaled to the run's sizes in proportion (`scaled`). Cached
+  shape (engine/methods/stand_in.py: uniform noise labelled by a random linear map, no
+  record read, so no privacy cost), scaled to the run's sizes in proportion (`scaled`). Cached
   like the training rates (on disk, re-timed when old or when the load moved), and timed
   away from the web server (engine/runs/cost_probe.py) like them. A rough first figure:
   finished runs replace it (bench/preview_error.py prints both errors).
@@ -28,10 +28,10 @@ import time
 import warnings
 from typing import Any
 
-import numpy as np
 
 from engine.store import cost_cache
 from engine.methods.preview import MEASURING
+from engine.methods.stand_in import design_matrix
 
 SECONDS_KEY = "estimated scoring seconds"
 BASIS_KEY = "scoring basis"
@@ -48,22 +48,13 @@ def _width(data) -> int:
     return sum(1 if c.kind == "num" else len(c.categories) for c in data.columns)
 
 
-def stand_in(n: int, width: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Public random numbers of a design matrix's shape, with learnable labels."""
-    rng = np.random.default_rng(seed)
-    x = rng.random((n, width), dtype=np.float32)
-    w = rng.standard_normal((width, classes)).astype(np.float32)
-    y = np.argmax(x @ w + 2 * rng.gumbel(size=(n, classes)), axis=1)
-    return x, y
-
-
 def _calibrate(width: int, classes: int, tabular: bool, models: tuple[str, ...],
                rows: int) -> dict:
     """{model: seconds of a fit + predict on `rows` stand-in rows}."""
     from engine.evaluation.utility import make_classifier
 
     out: dict[str, float] = {}
-    x, y = stand_in(rows, width, classes)
+    x, y = design_matrix(rows, width, classes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings on noise: timing only
         for model in models:

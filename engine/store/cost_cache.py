@@ -11,6 +11,11 @@ module fixes both:
   timed ratio of the newest finished runs of the same method on the same dataset in this
   store (metrics.json "seconds": the trainer writes both), and says which it used:
   "from 3 finished runs" or "timed now, no finished run yet".
+- a timing taken during a load spike (other processes took the CPU: this process got
+  under SPIKE_CPU_SHARE of the wall time in CPU seconds, or the load average passed
+  SPIKE_LOAD per core) is taken once more at once, and a spiked figure is kept as stale
+  only: shown while nothing better exists, re-timed by the next preview, never served
+  as fresh (a one-off spike once predicted 5 min 22 s for a 21.7 s run and stayed).
 A cache with a name is also kept on disk (`timings_dir`), so a timing taken in one process
 serves another: the web server never times training itself (engine/runs/cost_probe.py times
 in a process of its own and the page reads the result from here).
@@ -30,6 +35,9 @@ from typing import Any, Callable
 MAX_AGE_S = 300.0  # a timing older than this is taken again
 LOAD_CHANGE = 0.5  # per core: a load-average move this large re-times
 NEWEST = 5  # finished runs a correction is taken over
+SPIKE_CPU_SHARE = 0.5  # CPU seconds / wall seconds under this: the timing was starved
+SPIKE_LOAD = 1.5  # per core: a load average over this during a timing is a spike
+SPIKE_MIN_WALL = 0.2  # seconds: shorter timings are too short to judge by CPU share
 TIMED_KEY = "estimated seconds (timed now)"
 BASIS_KEY = "estimate basis"
 
@@ -43,6 +51,21 @@ def _load() -> float:
         return os.getloadavg()[0]
     except OSError:
         return 0.0
+
+
+def _cpu() -> float:  # this process's CPU seconds, all threads (tests pin it)
+    return time.process_time()
+
+
+def _wall() -> float:
+    return time.perf_counter()
+
+
+def spiked(cpu_s: float, wall_s: float, load: float) -> bool:
+    """Whether a timing of `wall_s` seconds, during which this process ran `cpu_s` CPU
+    seconds and the load average reached `load`, met a load spike (module docstring)."""
+    starved = wall_s >= SPIKE_MIN_WALL and cpu_s < SPIKE_CPU_SHARE * wall_s
+    return starved or load > SPIKE_LOAD * _cores()
 
 
 def _cores() -> int:
@@ -68,19 +91,20 @@ class TimedCache:
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name
-        self._d: dict[Any, tuple[Any, float, float]] = {}
+        self._d: dict[Any, tuple[Any, float, float, bool]] = {}
 
     def _path(self, key: Any) -> Path:
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
         return timings_dir() / f"{self.name}-{digest}.json"
 
-    def _hit(self, key: Any) -> tuple[Any, float, float] | None:
+    def _hit(self, key: Any) -> tuple[Any, float, float, bool] | None:
         hit = self._d.get(key)
         if self.name is None:
             return hit
         try:
             saved = json.loads(self._path(key).read_text())
-            disk = (saved["value"], float(saved["time"]), float(saved["load"]))
+            disk = (saved["value"], float(saved["time"]), float(saved["load"]),
+                    bool(saved.get("spiked", False)))
         except (OSError, ValueError, KeyError, TypeError):
             return hit
         return disk if hit is None or disk[1] > hit[1] else hit
@@ -90,7 +114,8 @@ class TimedCache:
         hit = self._hit(key)
         if hit is None:
             return None, False
-        fresh = _clock() - hit[1] < MAX_AGE_S and abs(_load() - hit[2]) < LOAD_CHANGE * _cores()
+        fresh = (not hit[3] and _clock() - hit[1] < MAX_AGE_S
+                 and abs(_load() - hit[2]) < LOAD_CHANGE * _cores())
         return hit[0], fresh
 
     def fresh(self, key: Any) -> bool:
@@ -99,19 +124,22 @@ class TimedCache:
     def get(self, key: Any, compute: Callable[[], Any]) -> Any:
         value, fresh = self.peek(key)
         if not fresh:
-            value = compute()
-            self.put(key, value)
+            value, spike = _timed(compute)
+            if spike:  # once more: a short spike may have passed
+                value, spike = _timed(compute)
+            self.put(key, value, spiked=spike)
         return value
 
-    def put(self, key: Any, value: Any) -> None:
-        entry = (value, _clock(), _load())
+    def put(self, key: Any, value: Any, *, spiked: bool = False) -> None:
+        """Keep `value`; a `spiked` one is kept as stale (shown, never served as fresh)."""
+        entry = (value, _clock(), _load(), spiked)
         self._d[key] = entry
         if self.name is not None:  # written whole, then renamed: readers never see half
             path = self._path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"key": repr(key), "value": value, "time": entry[1],
-                                       "load": entry[2]}))
+                                       "load": entry[2], "spiked": spiked}))
             tmp.replace(path)
 
     def clear(self) -> None:
@@ -120,6 +148,13 @@ class TimedCache:
         if self.name is not None:
             for path in timings_dir().glob(f"{self.name}-*.json"):
                 path.unlink(missing_ok=True)
+
+
+def _timed(compute: Callable[[], Any]) -> tuple[Any, bool]:
+    """(compute(), whether a load spike met it)."""
+    load, cpu, wall = _load(), _cpu(), _wall()
+    value = compute()
+    return value, spiked(_cpu() - cpu, _wall() - wall, max(load, _load()))
 
 
 def default_store():
@@ -132,28 +167,39 @@ def default_store():
     return _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
 
 
-def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
-    """measured / timed training seconds of the newest finished runs of `method` on
-    `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
+def finished_metrics(method: str, dataset: str, store=None, *,
+                     n_train: int | None = None) -> list[dict]:
+    """metrics.json of the newest finished runs of `method` on `dataset` (NEWEST at most;
+    only those with `n_train` training records when given: a CSV's dataset name is "csv")."""
     try:
         store = store if store is not None else default_store()
         if store is None:  # no store yet: nothing finished
             return []
-        out: list[float] = []
+        out: list[dict] = []
         for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
             try:
-                secs = json.loads((store.artifact_dir(rec.run_id) / "metrics.json")
-                                  .read_text()).get("seconds", {})
+                metrics = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
             except (OSError, ValueError):
                 continue
-            timed, train = secs.get("timed"), secs.get("train")
-            if isinstance(timed, (int, float)) and isinstance(train, (int, float)) and timed > 0:
-                out.append(float(train) / float(timed))
+            if n_train is None or metrics.get("n_train") == n_train:
+                out.append(metrics)
             if len(out) >= NEWEST:
                 break
         return out
     except Exception:  # a store we cannot read: no correction, and the basis says so
         return []
+
+
+def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
+    """measured / timed training seconds of the newest finished runs of `method` on
+    `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
+    out = []
+    for metrics in finished_metrics(method, dataset, store):
+        secs = metrics.get("seconds") or {}
+        timed, train = secs.get("timed"), secs.get("train")
+        if isinstance(timed, (int, float)) and isinstance(train, (int, float)) and timed > 0:
+            out.append(float(train) / float(timed))
+    return out
 
 
 def correct(cost: dict[str, Any], method: str, dataset: str, store=None) -> dict[str, Any]:

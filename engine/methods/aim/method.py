@@ -2,13 +2,15 @@
 Mechanism for Differentially Private Synthetic Data"): the paper's Algorithm 1 over
 private-pgm's marginal inference (`mbi` 2.0, JAX on the CPU).
 
-The workload is every `degree`-way marginal of the discretised table (label included).
-After measuring every one-way marginal, each round picks the marginal the current model
-gets most wrong with the exponential mechanism (quality: weighted L1 error minus the
-noise it would add), measures it with Gaussian noise, and refits the graphical model
-(mirror descent, warm-started); when a measurement barely moves the model the round
-budget is quadrupled (σ halved, ε_t doubled), the last round takes what is left, and
-candidates whose junction tree would pass `max_model_size` · (budget used) are skipped.
+The workload puts the label first (engine/methods/aim/plan.py): every `degree`-way
+marginal with the label at weight 1, every other pair at `other_weight`. Rounds T = 16·d
+in all (the paper), the one-way marginals measured first at the paper's initial σ; then
+each round picks the marginal the current model gets most wrong with the exponential
+mechanism (quality: weighted L1 error minus the noise it would add), measures it with
+Gaussian noise, and refits the graphical model (mirror descent, warm-started); when a
+measurement barely moves the model the round budget is quadrupled (σ halved, ε_t
+doubled), the last round takes what is left, and candidates whose junction tree would
+pass `max_model_size` · (budget used) are skipped.
 Synthetic records are sampled from the final model (post-processing).
 
 Privacy (replace-one neighbours, n public; the paper states add/remove). A marginal's
@@ -55,6 +57,7 @@ TITLE = "AIM (adaptive marginals)"
 DATA_KINDS = ("tabular",)  # what it models (engine/runs/gallery.py reads it)
 # The method's other parts, found through engine/methods/registry.py (its checklist).
 AUDIT = "engine.methods.aim.audit"
+COST = "engine.methods.aim.cost"
 TINY_PARAMS = {"bins": 2, "iters": 5, "final_iters": 5, "rounds": 2}
 
 MC_ROWS = 100_000  # records sampled from the model to estimate its marginals
@@ -63,22 +66,26 @@ BIAS = math.sqrt(2 / math.pi)  # E|N(0, 1)|: the L1 error noise alone would leav
 
 @dataclass(frozen=True)
 class Params:
-    degree: int = knob(2, lo=2, hi=3, main=True,
-                       help="Workload: every k-way marginal (2 or 3) the synthetic table "
-                            "should keep. 3 keeps more relations and runs much longer.")
+    degree: int = knob(3, lo=2, hi=3, main=True,
+                       help="Workload: every k-way marginal (2 or 3) with the label the "
+                            "synthetic table should keep, at weight 1.")
+    other_weight: float = knob(0.1, lo=0.0,
+                               help="Workload weight of the 2-way marginals without the "
+                                    "label (0: the label's marginals only).")
     bins: int = knob(8, lo=2, hi=64, main=True,
                      help="Equal-width bins per numeric column on its public (or privately "
                           "released) bounds. Fewer bins = fewer cells sharing the noise.")
-    rounds: int = knob(31, lo=1, main=True,
+    rounds: int = knob(165, lo=1, main=True,  # for_data sets 15·d (165: d = 11)
                        help="Rounds after the one-way marginals: with d attributes the first "
-                            "rounds get ρ/(d + rounds) each (the paper: 16·d in all; fewer "
-                            "runs faster). Annealing may end sooner.")
+                            "rounds get ρ/(d + rounds) each (default: 16·d in all, as the "
+                            "paper). Annealing ends sooner.")
     max_model_size: float = knob(4.0, lo=0.0, lo_open=True,
                                  help="Cap on the graphical model's size (MB): candidates "
                                       "that would pass it (scaled by the budget used) are "
                                       "skipped. The paper uses 80.")
     iters: int = knob(100, lo=1, help="Mirror-descent iterations per round (warm-started).")
-    final_iters: int = knob(500, lo=1, help="Mirror-descent iterations of the final fit.")
+    final_iters: int = knob(1000, lo=1, help="Mirror-descent iterations of the final fit "
+                                             "(1000 in the paper).")
     measure_share: float = knob(0.9, lo=0.0, hi=1.0, lo_open=True, hi_open=True,
                                 help="Share of each round's budget for the measurement; the "
                                      "rest selects it (0.9 in the paper).")
@@ -90,9 +97,10 @@ class Params:
 
     @classmethod
     def for_data(cls, data: Dataset) -> "Params":
-        """As many rounds as attributes (label included), at least 16: T = 2·d in all, an
-        eighth of the paper's 16·d, so a laptop run takes seconds; d is public."""
-        return cls(rounds=max(16, len(data.columns or []) + 1))
+        """T = 16·d rounds in all (the paper), d the attributes the model sees (label and
+        flag columns included; public)."""
+        d = len(column_kinds.model_view(data).columns or []) + 1
+        return cls(rounds=aim_plan.paper_rounds(d))
 
     def validate(self, data: Dataset) -> "Params":
         check_knobs(self, TITLE, data)
@@ -117,11 +125,10 @@ def privacy_preview(config, params: Params, data: Dataset) -> dict:
     """The budget and the first rounds' noise, before any record is read."""
     data = column_kinds.model_view(data)  # as `train` models it
     budget, sigma, eps_t, _ = _plan(config, params, data)
-    d = len(data.columns) + 1
     out = {"zCDP budget of the rounds (rho)": budget.rho,
            "first rounds: noise std per count": sigma,
            "first rounds: selection epsilon": eps_t,
-           "workload marginals": math.comb(d, params.degree),
+           "workload marginals": len(_workload(data, params)),
            "records per 2-way cell (mean)": data.n_train / params.bins ** 2,
            "hint": "AIM measures the marginals the model gets most wrong, round after round, "
                    "and keeps relations between columns that independent marginals lose."}
@@ -168,15 +175,14 @@ def _mbi():
     return mbi
 
 
-def _workload(names: list[str], sizes: list[int], degree: int, max_cells: int) -> dict:
-    """Candidates: the workload's downward closure, each weighted by how many workload
-    attributes it covers (the paper's `compile_workload`)."""
-    size = dict(zip(names, sizes))
-    work = [cl for cl in itertools.combinations(names, degree)
-            if math.prod(size[a] for a in cl) <= max_cells]
-    closure = {sub for cl in work for r in range(1, len(cl) + 1)
-               for sub in itertools.combinations(cl, r)}
-    return {cl: float(sum(len(set(cl) & set(w)) for w in work)) for cl in sorted(closure, key=len)}
+def _workload(data: Dataset, params: Params, released=None) -> list[tuple[tuple, float]]:
+    """The weighted workload on the discretised table: it depends on the bins' count only,
+    so a preview may stand in any bounds for those not yet released."""
+    if released is None:
+        released = {j: (0.0, 1.0) for j in dp_bounds.columns_without_bounds(data)}
+    disc = aim_plan.discretise(data, params.bins, released)
+    return aim_plan.workload(disc.names, disc.sizes, params.degree, params.other_weight,
+                             params.max_cells)
 
 
 def _fit(mbi, domain, measurements, n: int, iters: int, warm=None):
@@ -206,16 +212,21 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     disc = aim_plan.discretise(data, params.bins, released_bounds)
     domain = mbi.Domain(disc.names, disc.sizes)
     records = mbi.Dataset(aim_plan.encode(data.x_train, data.y_train, disc), domain)
-    candidates = _workload(disc.names, disc.sizes, params.degree, params.max_cells)
-    answers = {cl: np.asarray(records.project(cl).datavector()) for cl in candidates}
+    candidates = aim_plan.candidates(_workload(data, params, released_bounds))
+    oneway = [(a,) for a in disc.names]
+    answers = {cl: np.asarray(records.project(cl).datavector())
+               for cl in [*oneway, *candidates]}
     n = data.n_train
 
     measurements = []
-    for cl in ((a,) for a in disc.names):
+    for cl in oneway:
         y = _measure(answers[cl], sigma)
         measurements.append(mbi.LinearMeasurement(y, cl, stddev=sigma or 1.0))
         releases.append(_gauss("marginal", MARGINAL_SENSITIVITY, sigma, clique=cl))
     model = _fit(mbi, domain, measurements, n, params.iters)
+    # Seconds per phase, the yields (the consumer's time) left out: engine/methods/aim/cost.py
+    # times a stand-in run by these.
+    took = {"setup": time.perf_counter() - t0, "rounds": []}
     yield Event("release", 0, params.rounds, _spent(releases, config),
                 message=f"measured {len(measurements)} one-way marginals")
 
@@ -224,7 +235,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         if stop is not None and stop.is_set():
             stopped = True
             break
-        t += 1
+        t, t_round = t + 1, time.perf_counter()
         if budget.private:
             step = zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma) + zcdp.selection_rho(eps_t)
             if budget.rho - rho_used < 2 * step:  # the last round takes what is left
@@ -253,13 +264,17 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         model = _fit(mbi, domain, measurements, n, params.iters, warm=model)
         if budget.private and np.abs(_project(model, cl) - before).sum() <= BIAS * sigma * y.size:
             sigma, eps_t, anneals = sigma / 2, eps_t * 2, anneals + 1
+        took["rounds"].append(time.perf_counter() - t_round)
         yield Event("train", t, params.rounds, _spent(releases, config),
                     message=f"round {t}: measured {' x '.join(cl)}")
 
     # Post-processing from here: the noisy measurements only.
+    t_end = time.perf_counter()
     model = _fit(mbi, domain, measurements, n, params.final_iters, warm=model)
     n_out = config.n_synthetic or n
+    t_sample = time.perf_counter()
     x, y = _sample(model, n_out, disc, config.seed)
+    took.update(final_fit=t_sample - t_end, sample=time.perf_counter() - t_sample)
     x = column_kinds.restore(x, data)  # kinds enforced: whole numbers, masses, bounds
     show = slice(0, min(100, n_out))
     report = _report(config, budget, releases)
@@ -270,7 +285,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
             "first_sigma": first_sigma,
             "measured": [list(m.clique) for m in measurements],
             "numeric_bounds": {data.columns[j].name: b for j, b in released_bounds.items()},
-            "model_cliques": [list(c) for c in model.cliques]}
+            "model_cliques": [list(c) for c in model.cliques], "phase_seconds": took}
     result = TrainResult(x, y, report, info, seconds=time.perf_counter() - t0, stopped=stopped)
     yield Event("done", t, params.rounds, report.epsilon_spent, result=result)
 

@@ -23,10 +23,18 @@ Budget (replace-one neighbours, n public). The run's (ε, δ) is met twice over:
   allows this ρ budget is 4–15 % larger than the paper's (CKS) calibration would give,
   so nothing is lost by meeting both.
 The reported ε is the smaller of the two valid bounds.
+
+Workload (public choices, no record read). Where the table has a label (every table
+here does: the downstream task is public knowledge), the marginals a classifier needs
+come first: every `degree`-way marginal containing the label has weight 1, every other
+2-way marginal `other_weight`; the candidates are the workload's cliques and all their
+subsets, each scored by the weighted number of workload attributes it covers (the paper's
+`compile_workload`). Rounds: T = 16·d in all, one-way marginals included (the paper).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -41,6 +49,7 @@ from engine.methods.tabular_bins import Column, bin_codes, public_columns
 MARGINAL_SENSITIVITY = math.sqrt(2.0)  # replace-one: one cell −1, one cell +1 (L2)
 MARGINAL_L1_SENSITIVITY = 2.0  # the same change in L1: the quality score's, per unit weight
 LABEL = "label"
+ROUNDS_PER_ATTRIBUTE = 16  # the paper: T = 16·d rounds, one-way marginals included
 
 
 def gdp_per_rho(measure_share: float) -> float:
@@ -89,6 +98,69 @@ def first_round(budget: Budget, rounds: int, n_oneway: int) -> tuple[float, floa
     sigma = MARGINAL_SENSITIVITY * math.sqrt(rounds / (2 * a * budget.rho))
     eps = math.sqrt(8 * (1 - a) * budget.rho / rounds)
     return sigma, eps, n_oneway * zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma)
+
+
+def paper_rounds(n_attributes: int) -> int:
+    """Rounds after the one-way marginals so that T = 16·d in all (the paper's default)."""
+    return (ROUNDS_PER_ATTRIBUTE - 1) * n_attributes
+
+
+# A run anneals (σ halved, ε_t doubled: each round 4× the budget) when a measurement
+# barely moved the model; on the census bench table at ε = 1 it did so 3 times in 19
+# rounds (and 2–3 times in 19–21 in two more runs). The preview's round count assumes one
+# anneal every ANNEAL_EVERY rounds (engine/methods/aim/cost.py).
+ANNEAL_EVERY = 6
+
+
+def expected_rounds(budget: Budget, rounds: int, n_oneway: int,
+                    anneal_every: float = ANNEAL_EVERY) -> int:
+    """Selection rounds of method.train's schedule (the last takes what is left) if it
+    anneals every `anneal_every` rounds (math.inf: never, the most rounds a run makes).
+    `rounds`: those after the one-way marginals; public figures only."""
+    if not budget.private:
+        return rounds
+    sigma, eps, used = first_round(budget, n_oneway + rounds, n_oneway)
+    t = 0
+    while True:
+        t += 1
+        step = zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma) + zcdp.selection_rho(eps)
+        if budget.rho - used < 2 * step:
+            return t
+        used += step
+        if t % anneal_every == 0:
+            sigma, eps = sigma / 2, eps * 2
+
+
+# ------------------------------------------------------------------ workload
+
+
+def workload_cliques(names: list[str], degree: int) -> tuple[list[tuple], list[tuple]]:
+    """(the `degree`-way cliques with the label, the 2-way ones without it): the label's
+    marginals first, then every other pair (module docstring)."""
+    features = [a for a in names if a != LABEL]
+    if LABEL not in names:  # no label: every `degree`-way marginal alike
+        return list(itertools.combinations(features, degree)), []
+    label = [(*cl, LABEL) for cl in itertools.combinations(features, degree - 1)]
+    return label, list(itertools.combinations(features, 2))
+
+
+def workload(names: list[str], sizes: list[int], degree: int, other_weight: float,
+             max_cells: int) -> list[tuple[tuple, float]]:
+    """[(clique, weight)]: the label's cliques weight 1, other pairs `other_weight`;
+    cliques with more than `max_cells` cells are left out (the paper's filter)."""
+    size = dict(zip(names, sizes))
+    label, other = workload_cliques(names, degree)
+    weighted = [(cl, 1.0) for cl in label] + [(cl, float(other_weight)) for cl in other]
+    return [(cl, w) for cl, w in weighted if w > 0 and math.prod(size[a] for a in cl) <= max_cells]
+
+
+def candidates(work: list[tuple[tuple, float]]) -> dict[tuple, float]:
+    """The workload's downward closure, each clique weighted by Σ w·|clique ∩ W| over the
+    workload cliques W (the paper's `compile_workload`), smallest cliques first."""
+    closure = {sub for cl, _ in work for r in range(1, len(cl) + 1)
+               for sub in itertools.combinations(cl, r)}
+    return {cl: float(sum(w * len(set(cl) & set(wl)) for wl, w in work))
+            for cl in sorted(closure, key=lambda c: (len(c), c))}
 
 
 # ------------------------------------------------------------------ discretisation

@@ -50,6 +50,7 @@ from engine.privacy.accountant import ACCOUNTANTS, PrivacyReport, Release, calib
 TITLE = "Independent marginals"
 # The method's other parts, found through engine/methods/registry.py (its checklist).
 AUDIT = "engine.methods.marginals.audit"
+COST = "engine.methods.marginals.cost"
 
 HISTOGRAM_SENSITIVITY = math.sqrt(2.0)  # one record moves one count per histogram
 

@@ -1,0 +1,153 @@
+"""What an AIM run will cost on this machine, before it starts: rounds, seconds, memory.
+
+Measured, not a constant: the first preview of a shape runs AIM's own `train` on a
+stand-in table of the run's shape (engine/methods/stand_in.py: the same columns, bins,
+classes, rows and workload; public random numbers, no record read, so no privacy cost)
+for PROBE_ROUNDS rounds without noise, and reads the seconds of each phase the run
+records (info["phase_seconds"]): the set-up and one-way fit, a round (selection,
+measurement, warm refit), the final fit per iteration, and the sampling. Cached on disk
+per machine and shape, re-timed when old or when the load changed, and never cached
+when the timing met a load spike (engine/store/cost_cache.py). Once this store has
+finished AIM runs on the data, their measured training seconds replace the timing (a
+stand-in's first rounds cannot show how much slower a grown model's rounds are).
+
+The unit is a round. How many rounds a private run makes depends on its annealing
+(data-dependent); the preview counts the schedule with an anneal every few rounds
+(plan.expected_rounds), and finished runs correct the seconds.
+Memory is measured too: the timing process's peak resident set after the stand-in run
+(JAX and the model dominate it; the stand-in holds the run's rows and domain).
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import statistics
+import threading
+from dataclasses import replace
+
+from engine.core.config import RunConfig
+from engine.data import column_kinds
+from engine.methods import stand_in
+from engine.methods.aim import method as aim
+from engine.methods.aim import plan as aim_plan
+from engine.methods.preview import MEASURING
+from engine.privacy import dp_bounds
+from engine.store import cost_cache
+
+_RATES = cost_cache.TimedCache("aim")  # on disk: engine/runs/cost_probe.py fills it
+PROBE_ROUNDS = 3  # rounds run on the stand-in (the first is not timed: JAX compiles)
+PROBE_FINAL_ITERS = 50  # final-fit iterations timed, scaled to the run's
+
+
+def _key(data, params, n_out: int, threads: int | None) -> tuple:
+    shape = tuple((c.kind, len(c.categories or ()), c.bounds is None, c.mass is not None)
+                  for c in data.columns)
+    return (shape, data.n_train, data.n_classes, params.degree, params.other_weight,
+            params.bins, params.iters, params.max_model_size, params.max_cells, n_out, threads)
+
+
+def _calibrate(data, params, n_out: int) -> dict[str, float]:
+    """Phase seconds of a stand-in run of `data`'s shape (module docstring)."""
+    fake = stand_in.like(data, data.n_train)
+    config = RunConfig(method="aim", dataset=fake.name, epsilon=math.inf, seed=0,
+                       n_synthetic=n_out)
+    probe = replace(params, rounds=PROBE_ROUNDS, final_iters=PROBE_FINAL_ITERS)
+    # Most of a round is JAX compiling the model's new programs. A run meets them cold;
+    # a timing after another (a retake after a spike, a second preview) would find them
+    # compiled and time a round at a tenth (0.3 s against 2–5 s on the census table).
+    aim._mbi()
+    import jax
+
+    jax.clear_caches()
+    reset = _reset_peak()
+    result = None
+    for event in aim.train(config, probe, fake, "cpu", threading.Event()):
+        result = event.result or result
+    took = result.info["phase_seconds"]
+    timed = range(2, PROBE_ROUNDS + 1)  # round 1 compiles JAX's programs: left out
+    rounds = [took["rounds"][t - 1] for t in timed]
+    # measurements a timed round refits, on average: the one-way ones and its rounds so far
+    held = len(column_kinds.model_view(data).columns) + 1 + statistics.fmean(timed)
+    return {"setup": took["setup"], "round": statistics.fmean(rounds), "held": held,
+            "final_iter": took["final_fit"] / PROBE_FINAL_ITERS, "sample": took["sample"],
+            "peak_gb": _peak_gb(reset)}
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak resident set (Linux clear_refs 5) so the stand-in run's
+    own peak is read, not that of whatever this process ran before; False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_gb(reset: bool) -> float:
+    """Peak resident GB since `_reset_peak` (VmHWM), else over the process's life."""
+    if reset:
+        try:
+            with open("/proc/self/status") as f:
+                kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+            return kb / 1e6
+        except (OSError, StopIteration, ValueError):
+            pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # Linux: KiB
+
+
+def rounds(config, data, params) -> int:
+    """The selection rounds the preview counts (module docstring)."""
+    view = column_kinds.model_view(data)
+    budget = aim_plan.plan_budget(config, measure_share=params.measure_share,
+                                  bounds_share=params.bounds_share,
+                                  n_private_bounds=len(dp_bounds.columns_without_bounds(view)))
+    return aim_plan.expected_rounds(budget, params.rounds, len(view.columns) + 1)
+
+
+def _measured(config, data, n_rounds: int) -> dict | None:
+    """The time keys from this store's finished AIM runs on this data (their training
+    seconds and rounds, as metrics.json has them), or None when there is none.
+    A stand-in timing cannot see how a run's rounds slow down as its model grows (on the
+    census bench table from 0.3 s to 8 s a round), nor JAX compiling each new model, so
+    a finished run is the better figure."""
+    seen = [m for m in cost_cache.finished_metrics("aim", config.dataset, n_train=data.n_train)
+            if (m.get("info") or {}).get("rounds") and (m.get("seconds") or {}).get("train")]
+    if not seen:
+        return None
+    train = statistics.median(m["seconds"]["train"] for m in seen)
+    per_round = statistics.median(m["seconds"]["train"] / m["info"]["rounds"] for m in seen)
+    n = len(seen)
+    return {"estimated steps": n_rounds, "estimated s / round": per_round,
+            "estimated seconds": float(train),
+            cost_cache.BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} "
+                                  "on this data"}
+
+
+def estimate(config, data, params, device, *, threads: int | None = None, away=None) -> dict:
+    """The preview's cost keys: rounds, seconds per round and in all (set-up, rounds,
+    final fit, sampling), memory; from finished runs when there are some, else timed on
+    the stand-in; "measuring…" while the probe times it elsewhere."""
+    n_out = config.n_synthetic or data.n_train
+    key = _key(data, params, n_out, threads)
+    n_rounds = rounds(config, data, params)
+    measured = _measured(config, data, n_rounds)
+    if measured is not None:  # nothing to time; the memory from a timing, if one was taken
+        timed = _RATES.peek(key)[0]
+        return {**measured, **({"estimated memory (GB)": timed["peak_gb"]} if timed else {})}
+    timed = (away(_RATES, key) if away is not None
+             else _RATES.get(key, lambda: _calibrate(data, params, n_out)))
+    if timed is None:
+        return {"estimated steps": n_rounds, cost_cache.BASIS_KEY: MEASURING}
+    # A round refits every measurement so far: its time grows with them (mirror descent
+    # and the model's sampling both run over the measured cliques), so the timed rounds
+    # are scaled to the run's mean number of measurements.
+    d = len(column_kinds.model_view(data).columns) + 1
+    per_round = timed["round"] * (d + (n_rounds + 1) / 2) / timed["held"]
+    seconds = (timed["setup"] + n_rounds * per_round
+               + params.final_iters * timed["final_iter"] + timed["sample"])
+    return cost_cache.correct({"estimated steps": n_rounds, "estimated s / round": per_round,
+                               "estimated seconds": float(seconds),
+                               "estimated memory (GB)": timed["peak_gb"]},
+                              config.method, config.dataset)

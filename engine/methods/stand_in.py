@@ -1,0 +1,52 @@
+"""Stand-in data for timing a run before it starts: public random numbers of the run's
+shape, never a record. Cost modules time the method's own code on it
+(engine/methods/aim/cost.py, engine/methods/marginals/cost.py) and scoring times the
+classifiers on it (engine/methods/scoring_cost.py). Reading nothing private, a timing
+costs no privacy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from engine.data.dataset import Dataset
+
+
+def design_matrix(n: int, width: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform noise of a design matrix's shape, with learnable labels (a random linear map)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, width), dtype=np.float32)
+    w = rng.standard_normal((width, classes)).astype(np.float32)
+    y = np.argmax(x @ w + 2 * rng.gumbel(size=(n, classes)), axis=1)
+    return x, y
+
+
+def like(data: Dataset, n: int, seed: int = 0) -> Dataset:
+    """`data`'s public shape (its columns' kinds, categories and bounds, or its image
+    shape; its classes) with `n` rows drawn uniformly: categories from their list, numbers
+    within their public bounds (or [0, 1] where there are none, as a run would release
+    bounds for them), a zero-inflated column at its mass in half the rows, pixels in
+    [0, 1], labels uniform."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, data.n_classes, n)
+    if data.kind == "image":
+        x = rng.random((n, *data.x_train.shape[1:]), dtype=np.float32)
+        return _named(data, x, y)
+    x = np.empty((n, len(data.columns)))
+    for j, c in enumerate(data.columns):
+        if c.kind == "cat":
+            x[:, j] = rng.integers(0, len(c.categories), n)
+            continue
+        lo, hi = c.bounds if c.bounds is not None else (0.0, 1.0)
+        x[:, j] = lo + rng.random(n) * (hi - lo)
+        if c.mass is not None:
+            x[rng.random(n) < 0.5, j] = c.mass
+    return _named(data, x, y)
+
+
+def _named(data: Dataset, x, y) -> Dataset:
+    k = min(len(y), 64)
+    return replace(data, name=f"{data.name} (stand-in)", x_train=x, y_train=y,
+                   x_test=x[:k], y_test=y[:k])
