@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from engine.data import catalog as datasets
-from engine.cli.commands import _pairs
+from engine.cli.options import pairs as _pairs
 from engine.core.config import RunConfig, parse_epsilon
 from engine.core.device import resolve_device
 from engine.methods.dpmerf.method import train

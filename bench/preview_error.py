@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from threadpoolctl import threadpool_limits
 
-    from engine.cli.commands import _pairs
+    from engine.cli.options import pairs as _pairs
     from engine.runs.slots import plan
     from engine.store.runs import RunStore
 

@@ -15,47 +15,13 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+from engine.cli.options import extra_flags, pairs
 from engine.core.errors import InputError
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one clear line instead of usage + error
         raise InputError(message)
-
-
-def _value(text: str):
-    """'3' → 3, '0.5' → 0.5, 'true' → True, 'none' → None, else the string."""
-    low = text.strip().lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _pairs(items: list[str], what: str) -> dict:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise InputError(f"{what} must look like name=value. Got {item!r}.")
-        key, val = item.split("=", 1)
-        out[key.strip().replace("-", "_")] = _value(val)
-    return out
-
-
-def _extra_flags(extra: list[str]) -> dict:
-    """Unknown `--knob value` pairs become method params."""
-    out, i = {}, 0
-    while i < len(extra):
-        flag = extra[i]
-        if not flag.startswith("--") or i + 1 >= len(extra):
-            raise InputError(f"unrecognised argument {flag!r}; method knobs go as --name value.")
-        out[flag[2:].replace("-", "_")] = _value(extra[i + 1])
-        i += 2
-    return out
 
 
 def build_parser() -> _Parser:
@@ -125,7 +91,7 @@ def _config_from(args, extra):
         delta = float(args.delta)
     except ValueError:
         raise InputError(f"delta must be a number in (0, 0.1], e.g. 1e-5. Got {args.delta!r}.") from None
-    options = _pairs(args.data_option, "--data-option")
+    options = pairs(args.data_option, "--data-option")
     dataset = args.dataset
     if args.csv:
         dataset, options["path"] = "csv", args.csv
@@ -133,7 +99,7 @@ def _config_from(args, extra):
             options["label"] = args.label
     if args.npz:
         dataset, options["path"] = "npz", args.npz
-    params = {**_pairs(args.param, "--param"), **_extra_flags(extra)}
+    params = {**pairs(args.param, "--param"), **extra_flags(extra)}
     return RunConfig(method=args.method, dataset=dataset, epsilon=parse_epsilon(args.epsilon),
                      delta=delta, seed=args.seed, device=args.device,
                      n_synthetic=args.n_synthetic, data_options=options,

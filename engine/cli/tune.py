@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
 
 
 def _spec(args):
-    from engine.cli.commands import _pairs
+    from engine.cli.options import pairs as _pairs
     from engine.core.config import RunConfig, parse_epsilon
     from engine.runs.study_space import DEFAULT_OBJECTIVE, build_spec
 
