@@ -281,18 +281,18 @@ def test_the_cli_builds_params_and_previews_once_per_run(tmp_path, monkeypatch, 
     from engine.cli.commands import main
 
     calls = {"preview": 0, "params": 0}
-    real_preview, real_make = dpmerf.privacy_preview, registry.make_params
+    real_preview, real_params = dpmerf.privacy_preview, registry.params_for
 
     def preview_spy(*args):
         calls["preview"] += 1
         return real_preview(*args)
 
-    def make_spy(*args):
+    def params_spy(*args):
         calls["params"] += 1
-        return real_make(*args)
+        return real_params(*args)
 
     monkeypatch.setattr(dpmerf, "privacy_preview", preview_spy)
-    monkeypatch.setattr("engine.runs.runner.make_params", make_spy)
+    monkeypatch.setattr("engine.runs.runner.params_for", params_spy)
     assert main(["train", "--out", str(tmp_path / "r"), "--n-features", "100", "--epochs", "1",
                  "--no-eval", "--device", "cpu"]) == 0
     assert calls == {"preview": 1, "params": 1}
