@@ -12,8 +12,8 @@ training seconds (median and range) and the child's peak resident memory.
 
 census_noschema: the same CSV without its schema, as a user who gives none would load it.
 
---tiny: 1,000 census rows and breast_cancer, ε = 1, one seed, DP-MERF with 2 epochs
-(tests/test_bench_tabular.py runs it).
+--tiny: 1,000 census rows and breast_cancer, ε = 1, one seed, DP-MERF with 2 epochs,
+AIM with 3 rounds (tests/test_bench_tabular.py runs it).
 """
 
 from __future__ import annotations
@@ -100,6 +100,12 @@ def _cell(values: list) -> str:
     return f"{mean:.{digits}f} ± {sd:.{digits}f}" if len(vals) > 1 else f"{mean:.{digits}f}"
 
 
+# --tiny checks that every figure comes out, not how good it is: a few steps each
+# (AIM's 16·d rounds alone took most of the test's minute).
+TINY_PARAMS = {"dpmerf": ["--param", "epochs=2"],
+               "aim": ["--param", "rounds=3", "--param", "final_iters=50"]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
@@ -131,7 +137,7 @@ def main(argv=None) -> int:
             ds = sets[name]
             methods = args.methods or tabular_methods(ds)
             for method in methods:
-                extra = ["--param", "epochs=2"] if args.tiny and method == "dpmerf" else []
+                extra = TINY_PARAMS.get(method, []) if args.tiny else []
                 for eps in args.eps:
                     runs = [run_one(method, ds, eps, s, home, extra) for s in range(args.seeds)]
                     rows += [{"data": name, "method": method, "epsilon": eps, **r} for r in runs]

@@ -32,7 +32,8 @@ SCHEMA = {"age": {"kind": "integer", "bounds": [17, 90]},
                                                       "--param", "n_features=100"]),
                                           ("marginals", []),
                                           ("aim", ["--param", "iters=5",
-                                                   "--param", "final_iters=5"])])
+                                                   "--param", "final_iters=5",
+                                                   "--param", "rounds=3"])])
 def test_integer_mass_and_bounds_come_back_from_every_tabular_method(tmp_path, method, knobs):
     _table(tmp_path / "t.csv")
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
