@@ -1,7 +1,7 @@
 """Issue 41, item 3: a larger ε never gives a worse default run. The marginals baseline
 (seconds per run) is checked here on digits and breast_cancer over 3 seeds; DP-MERF, AIM
 and DataLens take minutes per run and are measured by bench/defaults_by_epsilon.py
-(figures in README.md and docs/datalens.md), whose tiny configuration runs below."""
+(figures in docs/tables.md and docs/datalens.md), whose tiny configuration runs below."""
 
 from __future__ import annotations
 
