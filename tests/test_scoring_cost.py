@@ -57,8 +57,9 @@ def test_without_finished_runs_it_is_timed_on_stand_in_data_or_measuring(tmp_pat
                         lambda width, classes, tabular, models, n: {m: 1.0 for m in models})
     monkeypatch.setattr(scoring_cost, "_RATES", scoring_cost.cost_cache.TimedCache())
     out = scoring_cost.estimate(cfg, digits, store=store)
-    per_row = 3 / rows  # three classifiers, 1 s each on `rows` stand-in rows
-    assert out[scoring_cost.SECONDS_KEY] == pytest.approx(per_row * (3000 + digits.n_train))
+    # three classifiers, 1 s each on `rows` stand-in rows, scaled to the synthetic and real rows
+    assert out[scoring_cost.SECONDS_KEY] == pytest.approx(
+        3 * (scoring_cost.scaled(1.0, rows, 3000) + scoring_cost.scaled(1.0, rows, digits.n_train)))
     assert "stand-in" in out[scoring_cost.BASIS_KEY]
     store.close()
 
@@ -66,6 +67,22 @@ def test_without_finished_runs_it_is_timed_on_stand_in_data_or_measuring(tmp_pat
 def test_the_stand_in_reads_no_record_and_has_learnable_labels():
     x, y = design_matrix(300, 64, 10)
     assert x.shape == (300, 64) and 0 <= x.min() and x.max() <= 1 and len(set(y)) > 2
+
+
+def test_scaling_grows_a_little_faster_than_the_rows():
+    assert scoring_cost.scaled(2.0, 4000, 4000) == pytest.approx(2.0)
+    assert 15 * 2.0 < scoring_cost.scaled(2.0, 4000, 60000) < 30 * 2.0
+    assert scoring_cost.scaled(2.0, 4000, 2000) < 1.0
+
+
+def test_the_stand_in_is_learnable_like_real_records_not_noise():
+    """A forest on uniform noise grows a leaf per row, 12x its time on real records: the
+    stand-in must carry class structure that a classifier learns from few rows."""
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = design_matrix(1200, 64, 10)
+    model = LogisticRegression(max_iter=500).fit(x[:1000], y[:1000])
+    assert model.score(x[1000:], y[1000:]) > 0.5  # chance is 0.1
 
 
 def test_the_cost_line_gives_the_whole_wait():
