@@ -17,7 +17,7 @@ from engine.facade import preview as preview_run
 from ui import live_view, start_view, url_check
 from ui.choices import DEFAULTS, DELTA_CHOICES, EPSILON_CHOICES, epsilon_label, privacy_in_words
 from ui.common import (REAL_NOTE, dataset_infos, jobs, load_dataset, method_title,
-                       options_key, runs_root, session_id, show_input_error)
+                       options_key, peek, runs_root, session_id, show_input_error)
 from ui.knob_widgets import knob_widget
 from ui.knobs import changed_params, config_from_settings, knob_key, widgets
 from ui.ledger import budget_line
@@ -158,6 +158,8 @@ def _load(name: str, options: dict | None):
         return load_dataset(name, options_key(options)), None
     except InputError as e:
         return None, e
+    except RuntimeError as e:  # the reading process died (out of memory, a bad file)
+        return None, InputError(str(e))
 
 
 @st.fragment(run_every=1.0)
@@ -324,7 +326,8 @@ with settings:
 
     if data is not None and data.kind == "image":
         with st.expander(f"Peek at the training data ({REAL_NOTE})"):
-            st.image(class_rows(data.x_train[:100], data.y_train[:100], data.n_classes,
+            real = peek(dataset, options_key(data_options))
+            st.image(class_rows(real.x, real.y, data.n_classes,
                                 scale=grid_scale(data.x_train.shape[-1])),
                      caption=REAL_NOTE)
 

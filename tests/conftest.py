@@ -3,8 +3,10 @@ import os
 import pytest
 import torch
 
-# Two cores: keep each test process from oversubscribing them.
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Two cores: keep the test processes from oversubscribing them. `make test` runs two
+# pytest-xdist workers, so each takes its share of the cores.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1) // _WORKERS))
 
 # Tests wait on conditions (a run ending, a page showing a figure), never on a clock; this
 # timeout only stops a test that hangs. Speed is measured by the bench/ scripts instead.

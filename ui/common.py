@@ -21,7 +21,7 @@ import streamlit as st
 
 from engine.facade import (AttackJob, InputError, JobManager, RunConfig, RunStore, Submission,
                            available_methods, get_method, list_datasets,
-                           load_dataset as load, load_gallery, visibility)
+                           describe_dataset, load_gallery, visibility)
 from ui.participant import alias, instructor as is_instructor, owner_key, runs_root
 
 # One colour per registered method, in registry order (DP-MERF blue, DataLens amber, ...),
@@ -125,10 +125,23 @@ def store() -> RunStore:
     return _jobs_for(runs_root()).store
 
 
-@st.cache_resource(show_spinner="Loading dataset…", max_entries=3)
+@st.cache_resource(show_spinner="Reading the dataset's shape…", max_entries=8)
+def _described(name: str, options_key: tuple = ()):
+    """(public shape, peek), read once per server in a child process (engine/data/view.py)
+    and shared by every session: the server never loads the records themselves."""
+    return describe_dataset(name, dict(options_key))
+
+
 def load_dataset(name: str, options_key: tuple = ()):
-    """Datasets are read-only once loaded, so one copy is shared by every session."""
-    return load(name, options=dict(options_key))
+    """The dataset's public shape: sizes, image shape, columns, classes; its arrays are
+    zeros. Enough for defaults, knob bounds and the cost preview, which read no record."""
+    return _described(name, options_key)[0]
+
+
+def peek(name: str, options_key: tuple = ()):
+    """Real training records for the person at the screen (NOT private): the first
+    images of an image set, or the rows of a table (engine/data/view.py's Peek)."""
+    return _described(name, options_key)[1]
 
 
 @st.cache_data(ttl=60, show_spinner=False)

@@ -19,7 +19,8 @@ import streamlit as st
 from engine.facade import (MEASURING, JobSnapshot, RunStatus, class_rows, grid_scale,
                            headline_key, method_part, params_for, real_key)
 from ui.choices import format_epsilon
-from ui.common import REAL_NOTE, dataset_infos, line_figure, load_dataset, log_axis, options_key
+from ui.common import (REAL_NOTE, dataset_infos, line_figure, load_dataset, log_axis,
+                       options_key, peek)
 from ui.marginals import marginal_bins
 from ui.runs_table import metric_keys, metric_label
 
@@ -211,13 +212,14 @@ def _draw_samples(snap: JobSnapshot, artifacts: dict) -> None:
         if png is not None:
             st.image(str(png), caption="synthetic marginals (final)")
         return
-    data = load_dataset(cfg.dataset, options_key(cfg.data_options or {}))
+    key = options_key(cfg.data_options or {})
+    data, real = load_dataset(cfg.dataset, key), peek(cfg.dataset, key)
     x, _ = samples
     names = [c.name for c in data.columns]
     col = st.selectbox("Column", names, key="pg_marginal_col")
     j = names.index(col)
     c = data.columns[j]
-    b = marginal_bins(data.x_train[:, j], x[:, j],
+    b = marginal_bins(real.x[:, j], x[:, j],
                       categories=c.categories if c.kind == "cat" else None)
     fig = go.Figure()
     fig.add_trace(go.Bar(x=list(b["x"]), y=list(b["real"]), name=REAL_NOTE, opacity=0.55))

@@ -15,8 +15,10 @@ from engine.core.errors import InputError
 # Participants: the owner key behind the browser's cookie.
 from engine.core import identity
 
-# Datasets: what can be loaded here, loading one, drawing images.
-from engine.data.catalog import list_datasets, load as load_dataset
+# Datasets: what can be loaded here, a dataset's public shape (read in a child process:
+# the server never loads records), drawing images.
+from engine.data.catalog import list_datasets
+from engine.data.view import describe as describe_dataset
 from engine.data.render import class_rows, grid_scale
 
 # Methods: their names, knobs and defaults; the preview before training and its cost line.
@@ -67,7 +69,7 @@ from engine.teaching import demos, game
 
 __all__ = [
     "RunConfig", "parse_delta", "parse_epsilon", "InputError", "identity",
-    "list_datasets", "load_dataset", "class_rows", "grid_scale",
+    "list_datasets", "describe_dataset", "class_rows", "grid_scale",
     "available_methods", "default_params", "get_method", "make_params", "params_for",
     "method_part", "KnobSpec",
     "data_limits", "knob_specs", "MEASURING", "Cost", "cost_line", "duration",
