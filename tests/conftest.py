@@ -49,7 +49,7 @@ def runs_root(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _own_store_home(tmp_path_factory):
-    """Every run is charged to a run store's privacy ledger (engine/ledger/budget.py); a test that
+    """Every run is charged to a run store's privacy ledger (engine/privacy/ledger.py); a test that
     trains outside `runs_root` (the CLI, the runner) charges a throwaway store, never the
     user's ~/.local/share/dp-synth-lab. Its own MonkeyPatch: a test's monkeypatch.undo()
     must not undo it."""

@@ -260,7 +260,7 @@ def test_run_path_charges_the_ledger_within_its_plan(tmp_path):
     """Through the runner: metrics.json carries the report, and the ledger's settled
     charge (exact Gaussian-DP composition of the releases) is the run's own ε, no more
     than the planned one it replaced."""
-    from engine.ledger import budget as ledger
+    from engine.privacy import ledger as ledger
     from engine.runs import runner
 
     data_cfg = RunConfig(method="aim", dataset="csv", epsilon=1.0, delta=1e-5,

@@ -16,7 +16,7 @@ from engine.store import uploads
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
 from engine.jobs.manager import JobManager, NotOwner
-from engine.ledger.budget import Ledger
+from engine.privacy.ledger import Ledger
 from engine.store.records import RunStatus
 from engine.methods.registry import settings_for
 from engine.store.runs import RunStore

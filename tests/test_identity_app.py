@@ -172,7 +172,7 @@ def test_instructor_passphrase_wrong_says_so_right_signs_a_cookie(runs_root, mon
 
 
 def test_an_instructor_setting_a_cap_below_the_spent_budget_is_told(runs_root, monkeypatch):
-    from engine.ledger.budget import Ledger
+    from engine.privacy.ledger import Ledger
 
     monkeypatch.setenv("DPSYNTH_INSTRUCTOR", "1")
     led = Ledger(runs_root)

@@ -1,4 +1,4 @@
-"""The privacy budget ledger (engine/ledger/budget.py): totals equal an independent accountant's,
+"""The privacy budget ledger (engine/privacy/ledger.py): totals equal an independent accountant's,
 caps refuse before any data is read, nothing un-spends, the CLI lists it as strict JSON."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from engine.ledger import budget as L
+from engine.privacy import ledger as L
 from engine.cli.commands import main
 from engine.core.config import RunConfig
 from engine.core.errors import InputError

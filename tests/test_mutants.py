@@ -32,7 +32,7 @@ def test_the_list_covers_every_method_audit_ledger_and_noise():
                 continue  # AIM's bounds: the dpmerf audit of dp_bounds, and a mutant of its own
             assert f"[{method}: {name}]" in tests, f"no mutant exercises the audit {name!r}"
     paths = {m.path for m in mutants.MUTANTS}
-    assert {"engine/ledger/budget.py", "engine/ledger/charges.py", "engine/privacy/noise.py"} <= paths
+    assert {"engine/privacy/ledger.py", "engine/privacy/charges.py", "engine/privacy/noise.py"} <= paths
     for method in ("dpmerf", "datalens", "marginals", "aim"):
         assert any(m.id.startswith(method) for m in mutants.MUTANTS), method
 

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.ledger import budget as L
+from engine.privacy import ledger as L
 from engine.runs import private_search as T
 from engine.privacy import accountant as P
 from engine.privacy import search_plan as S

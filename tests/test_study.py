@@ -19,7 +19,7 @@ from engine.core.errors import InputError
 from engine.jobs import study_background
 from engine.jobs.manager import JobManager, NotOwner
 from engine.jobs.study import Study, load_spec, sweep_name
-from engine.ledger.budget import Ledger
+from engine.privacy.ledger import Ledger
 from engine.runs.study_preview import study_preview
 from engine.runs.study_space import MAX_KNOBS, build_spec
 from engine.store.runs import RunStore

@@ -10,7 +10,7 @@ from apptest import APP, open_app
 from streamlit.testing.v1 import AppTest
 
 from engine.core.config import RunConfig
-from engine.ledger.budget import Ledger
+from engine.privacy.ledger import Ledger
 from engine.store.runs import RunStore
 
 

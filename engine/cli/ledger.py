@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps
-from engine.ledger.budget import DEFAULT_DELTA, PUBLIC_NOTE, Ledger, epsilon_words
+from engine.privacy.ledger import DEFAULT_DELTA, PUBLIC_NOTE, Ledger, epsilon_words
 
 
 def main(args) -> int:

@@ -57,7 +57,7 @@ from engine.jobs import study_background as studies
 
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
-from engine.ledger.budget import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
+from engine.privacy.ledger import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
 
 # Membership attacks (measured by the worker: JobManager.measure_attacks): a run's saved
 # result, whether it has a release to attack, and the preview of their cost.

@@ -163,7 +163,7 @@ class JobManager:
         config.validate()
         # Past its dataset's budget cap (queued runs included): refused before queueing, and
         # before the data is read (resolving the settings below loads it).
-        from engine.ledger.budget import Ledger
+        from engine.privacy.ledger import Ledger
 
         try:
             Ledger(self.store.root).check(config, pending=[

@@ -17,7 +17,7 @@ No shared filesystem is assumed. Privacy: the user's uploaded records leave the 
 machine — they travel through Ray's object store to whichever node trains the run, and
 live there (in memory and a temporary folder) until the run ends. The cluster must be one
 the data owner trusts as much as the head machine; Ray's traffic is not encrypted unless
-the cluster is set up with TLS. The ledger (engine/ledger/budget.py) is charged on the head,
+the cluster is set up with TLS. The ledger (engine/privacy/ledger.py) is charged on the head,
 before the data is sent, exactly as a local run is; the node's own bookkeeping is thrown
 away with its temporary folder.
 
@@ -204,7 +204,7 @@ class _RemoteRun:
 
     def _execute(self, config: RunConfig, out_dir: Path, *, stop, full_eval: bool):
         """engine.runs.runner.execute's counterpart: the same Events, trained on a node."""
-        from engine.ledger import budget as ledger
+        from engine.privacy import ledger as ledger
         from engine.privacy.search_plan import SPEC
 
         if SPEC in config.params:

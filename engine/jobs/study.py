@@ -13,7 +13,7 @@ or running and goes on from there. A trial whose run fails, is stopped or has no
 for the objective is told FAIL, never a made-up value.
 
 Privacy: a study tunes on the private records, and every trial is charged in full by the
-ledger when its run starts (engine/ledger/budget.py); picking the best trial by its
+ledger when its run starts (engine/privacy/ledger.py); picking the best trial by its
 real-data score is post-processing of those charged runs, not a private selection. The
 private alternative is repeat-and-select (engine/runs/private_search.py), shown beside
 it in the preview (engine/runs/study_preview.py).
@@ -312,7 +312,7 @@ def defaults_score(spec: StudySpec, store) -> tuple[float | None, str]:
 
 def ledger_totals(root, spec: StudySpec, name: str) -> dict[str, Any]:
     """The ledger after the study: its own trials composed, and the dataset's total."""
-    from engine.ledger.budget import Ledger, dataset_id
+    from engine.privacy.ledger import Ledger, dataset_id
 
     ds = dataset_id(spec.base)
     for d in Ledger(root).datasets():

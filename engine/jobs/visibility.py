@@ -113,7 +113,7 @@ def artifact_bytes(name: str, data: bytes, record: RunRecord, *, session: str | 
 
 
 def ledger_label(row: dict[str, Any], *, mine: set[str], instructor: bool) -> str:
-    """A dataset's name on the budget table (`row`: engine.ledger.budget.Ledger.datasets()):
+    """A dataset's name on the budget table (`row`: engine.privacy.ledger.Ledger.datasets()):
     an uploaded file is named only to an instructor and to a participant with a run on
     it (`mine`: the viewer's run ids); others read "another participant's file"."""
     if row.get("public_treated_as_private", True) or instructor \

@@ -58,7 +58,7 @@ def plan_search(*, epsilon: float, delta: float, mean: float, distribution: str,
 
 
 def ledger_search(plan: SearchPlan) -> dict:
-    """How the ledger records the search (engine.ledger.budget.compose_rows reads it)."""
+    """How the ledger records the search (engine.privacy.ledger.compose_rows reads it)."""
     return {"candidate": [[plan.multiplier, 1]], "mean": plan.mean,
             "shape": privacy.TUNING_SHAPES[plan.distribution]}
 

@@ -24,7 +24,7 @@ Picking the best of twenty runs by their real accuracy leaks more than any one r
    dp-accounting's `RepeatAndSelectDpEvent`), and z is calibrated so that it meets the
    user's total (ε, δ). The same search accounted by plain composition of E[K] runs is
    reported beside it.
-5. The ledger (engine/ledger/budget.py) is charged before the data is read with the search's
+5. The ledger (engine/privacy/ledger.py) is charged before the data is read with the search's
    bound, and each candidate is added as it starts; a killed search stays charged.
 
 Held-out accuracies of the released candidate on the real test part are a non-private
@@ -168,7 +168,7 @@ def search_events(base: RunConfig, grid: dict[str, list], *, epsilon: float, mea
     synthetic data, samples.png). `base.delta` is the search's δ, `epsilon` its total ε.
     A folder inside a run store is charged to that store's ledger."""
     from engine.data import catalog as datasets
-    from engine.ledger import budget as ledger
+    from engine.privacy import ledger as ledger
     from engine.evaluation.utility import fit_and_score, full_evaluation
     from engine.methods.registry import get_method, params_for
 

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from engine.data import catalog as datasets
 from engine.runs import cost_probe
-from engine.ledger import budget as ledger
+from engine.privacy import ledger as ledger
 from engine.privacy.search_plan import SPEC
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
@@ -59,7 +59,7 @@ def preview(config: RunConfig, data: datasets.Dataset, *, params=None,
 
 def prepare(config: RunConfig, *, ledger_root=None) -> Prepared:
     """Validate everything that can be checked before training; raise InputError.
-    A run that would take its dataset past its budget cap (engine/ledger/budget.py, the store
+    A run that would take its dataset past its budget cap (engine/privacy/ledger.py, the store
     at `ledger_root`, else the default one) is refused before the data is read."""
     config.validate()
     method = get_method(config.method)
@@ -94,7 +94,7 @@ def execute(config: RunConfig, out_dir: str | Path, *, stop: threading.Event | N
     prepared = prepared or prepare(config, ledger_root=ledger.root_for(out_dir))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    # Charged from here on, killed or not (engine/ledger/budget.py); refused past the cap.
+    # Charged from here on, killed or not (engine/privacy/ledger.py); refused past the cap.
     book, charge = ledger.book_run(config, out)
     (out / "metrics.json").unlink(missing_ok=True)
     (out / "attack.json").unlink(missing_ok=True)  # it described the run this replaces

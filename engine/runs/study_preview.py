@@ -10,9 +10,9 @@ the privacy it spends, beside the private alternative over as many candidates.
   a slot took 17 ms).
 * **Privacy.** Every trial is an ordinary run on the private records, charged in full:
   the study's total is the ledger's composed total after all of them
-  (engine/ledger/budget.Ledger.forecast with the trials as pending runs, composed by the
+  (engine/privacy/ledger.Ledger.forecast with the trials as pending runs, composed by the
   accountant; no ε is added by hand). A trial's charge depends only on its ε and δ
-  (engine/ledger/charges.planned), not on the knobs, so the forecast is exact before the
+  (engine/privacy/charges.planned), not on the knobs, so the forecast is exact before the
   sampler has picked anything. Queued runs on the same records count too.
 * **The private alternative.** Repeat-and-select over as many candidates
   (engine/privacy/search_plan.py, Papernot & Steinke 2022): the same knobs, charged once
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.core.errors import InputError
-from engine.ledger.budget import Forecast, Ledger, epsilon_words
+from engine.privacy.ledger import Forecast, Ledger, epsilon_words
 from engine.methods.preview import Cost, cost_line, duration
 from engine.runs.study_space import StudySpec
 

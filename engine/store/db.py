@@ -83,13 +83,13 @@ ATTACKS_SCHEMA = ("CREATE TABLE IF NOT EXISTS attack_jobs ("
                   "error TEXT, "               # why it failed, for the page
                   "requested REAL NOT NULL, ended REAL)")
 
-# The privacy budget ledger (engine/ledger/budget.py), created on first use. Its rows are never
+# The privacy budget ledger (engine/privacy/ledger.py), created on first use. Its rows are never
 # joined to `runs` and never deleted with a run: deleting a run's files does not un-spend
 # the budget its releases used.
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger_charges (
     id TEXT PRIMARY KEY,     -- the run id (app), or "cli-..." for a command-line run
-    dataset TEXT NOT NULL,   -- engine.ledger.budget.dataset_id(config).key
+    dataset TEXT NOT NULL,   -- engine.privacy.ledger.dataset_id(config).key
     label TEXT NOT NULL,     -- the same in words
     public INTEGER NOT NULL, -- 1: a built-in public dataset, treated as private
     run_id TEXT,             -- the store's run id, or the CLI's --out folder

@@ -48,7 +48,7 @@ from engine.methods.aim.plan import MARGINAL_L1_SENSITIVITY, MARGINAL_SENSITIVIT
 from engine.data.dataset import Dataset
 from engine.core.errors import InputError
 from engine.methods.events import Event, TrainResult
-from engine.ledger.charges import from_releases, total_epsilon
+from engine.privacy.charges import from_releases, total_epsilon
 from engine.methods.knobs import check_knobs, knob
 from engine.privacy.noise import gaussian_noise, noise_generator
 from engine.privacy.accountant import NoisyRelease, PrivacyReport

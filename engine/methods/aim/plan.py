@@ -8,7 +8,7 @@ released privately by engine.privacy.dp_bounds (its noisy grid histogram, sensit
 √(2·k) for k such columns, charged below). The label is one more attribute.
 
 Budget (replace-one neighbours, n public). The run's (ε, δ) is met twice over:
-* the ledger (engine/ledger/budget.py) composes every run as Gaussian mechanisms, exactly, and
+* the ledger (engine/privacy/ledger.py) composes every run as Gaussian mechanisms, exactly, and
   charges a run before it starts with the one Gaussian mechanism of multiplier z whose ε
   at δ is the target. AIM's releases are Gaussian marginals (μ² = Δ²/σ² each) and
   ε_t-bounded-range selections (μ_BR(ε_t)² ≤ (π/8)·ε_t², engine/privacy/zcdp.py). A round with

@@ -1,4 +1,4 @@
-"""The ledger's accounting, apart from its bookkeeping (engine/ledger/budget.py): what a run is
+"""The ledger's accounting, apart from its bookkeeping (engine/privacy/ledger.py): what a run is
 charged before and after it trains, and how the rows of one dataset compose.
 
 Every release in this project is a Gaussian mechanism with a stated L2 sensitivity, so a

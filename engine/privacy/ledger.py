@@ -56,7 +56,7 @@ from engine.core.config import FILE_DATASETS, RunConfig
 from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps, jsonable
 # The pure accounting (what a run is charged, how rows compose) lives in ledger_math.
-from engine.ledger.charges import (INFINITE_WORDS, Mechanisms, compose_rows,  # noqa: F401
+from engine.privacy.charges import (INFINITE_WORDS, Mechanisms, compose_rows,  # noqa: F401
                                    epsilon_words, from_releases, planned, planned_row,
                                    search_row, total_epsilon)
 

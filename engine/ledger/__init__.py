@@ -1,1 +1,0 @@
-"""The privacy budget across runs: what each run charges and what a dataset has left."""
