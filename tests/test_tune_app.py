@@ -5,6 +5,8 @@ owner-only: tests/test_study.py.)"""
 
 from __future__ import annotations
 
+import re
+
 from apptest import open_app
 
 from engine.core.config import RunConfig
@@ -55,8 +57,14 @@ def test_a_finished_studys_board_draws_its_plots(runs_root):
     assert any("PED-ANOVA" in c.value for c in at.caption)  # the evaluator is named
     at.radio(key="tune_importance_eval").set_value("fanova").run()
     assert any("Rests on 4 finished trial(s), by fANOVA" in c.value for c in at.caption)
-    # the stand-in scores every run 0.6 at ε spent 0.5: four equal points, all on the front
-    assert any("4 of 4 run(s) on the front" in c.value for c in at.caption)
+    # the stand-in scores every trial alike: fANOVA has no variance to split, and says so
+    assert any("No importance by fanova: every finished trial has the same" in c.value
+               for c in at.caption)
+    # the Pareto tab: the study's four runs and the gallery's DP-MERF runs on digits (the
+    # store imports them), at several ε: said beside the plot
+    text = " ".join(c.value for c in at.caption)
+    assert re.search(r"These \d+ runs were trained at \d+ different ε", text)
+    assert re.search(r"\d+ of \d+ run\(s\) on the front", text)
 
 
 def _finished_study(runs_root, name, knobs, **kw):
@@ -77,7 +85,7 @@ def test_a_trial_opens_in_the_playground_with_its_settings(runs_root):
     trial = at.selectbox(key="tune_trial")
     assert trial.options and trial.value is not None
     chosen = next(t for t in res.trials if t.number == trial.value)
-    table = at.dataframe(key="tune_trial_settings").value
+    table = next(d.value for d in at.dataframe if "setting" in d.value.columns)
     settings = dict(zip(table["setting"], table["value"]))
     assert settings["n_features"] == str(chosen.params["n_features"])
     assert settings["ε"] == f"{chosen.params['epsilon']:g}"

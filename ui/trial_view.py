@@ -100,7 +100,7 @@ def draw(jm, res) -> None:
         if t.second is not None:
             rows[spec.second] = f"{t.second:.4g}"
         st.dataframe([{"setting": k, "value": str(v)} for k, v in rows.items()],
-                     hide_index=True, use_container_width=True, key="tune_trial_settings")
+                     hide_index=True, width="stretch", key="tune_trial_settings")
         _, notes = playground_state(cfg)
         for note in notes:
             st.caption(note)

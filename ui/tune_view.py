@@ -59,7 +59,11 @@ def _plots(study, res, jm) -> None:
         if len(names) < 2 or len(done) < 2:
             st.caption("Importance needs two knobs and two finished trials.")
         else:
-            st.plotly_chart(importance_plot(study, res.spec, how), key="tune_importance")
+            fig, why = importance_plot(study, res.spec, how)
+            if fig is None:
+                st.caption(f"No importance by {how}: {why}.")
+            else:
+                st.plotly_chart(fig, key="tune_importance")
     with tabs[4]:
         st.plotly_chart(vis.plot_optimization_history(study, **one), key="tune_history")
 

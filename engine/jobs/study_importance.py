@@ -50,27 +50,43 @@ def target(spec, name: str) -> Callable | None:
     return lambda t: sign * t.values[0]
 
 
+NO_VARIANCE = ("every finished trial has the same {objective}: there is no variance for "
+               "fANOVA to split between the knobs")
+
+
 def importances(study, spec, name: str = "ped-anova") -> dict[str, float]:
     """{knob: importance} (summing to 1) of the study's finished trials; {} with fewer
-    than two finished trials or fewer than two knobs."""
+    than two finished trials or fewer than two knobs, or (fANOVA) when every finished
+    trial scored the same."""
     import optuna
 
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if len(done) < 2 or len(spec.knobs) < 2:
         return {}
     ev = evaluator(name)
-    with warnings.catch_warnings():  # "lower is better" notes: `target` has seen to it
-        warnings.simplefilter("ignore")
-        return optuna.importance.get_param_importances(study, evaluator=ev,
-                                                       target=target(spec, name))
+    try:
+        with warnings.catch_warnings():  # "lower is better" notes: `target` has seen to it
+            warnings.simplefilter("ignore")
+            return optuna.importance.get_param_importances(study, evaluator=ev,
+                                                           target=target(spec, name))
+    except RuntimeError as err:  # fANOVA: "zero total variance in all trees"
+        if "variance" not in str(err):
+            raise
+        return {}
 
 
 def plot(study, spec, name: str = "ped-anova"):
-    """Optuna's importance bar chart by evaluator `name`, for the first objective."""
+    """(Optuna's importance bar chart by evaluator `name`, for the first objective, None)
+    or (None, why there is none)."""
     from optuna import visualization as vis
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return vis.plot_param_importances(study, evaluator=evaluator(name),
-                                          target=target(spec, name),
-                                          target_name=spec.objective)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return vis.plot_param_importances(study, evaluator=evaluator(name),
+                                              target=target(spec, name),
+                                              target_name=spec.objective), None
+    except RuntimeError as err:
+        if "variance" not in str(err):
+            raise
+        return None, NO_VARIANCE.format(objective=spec.objective)
