@@ -73,6 +73,7 @@ def _say(line: str) -> None:
 
 
 def _list(root) -> int:
+    from engine.cli.tune_report import epsilon_words
     from engine.jobs.study import load_spec, study_names
 
     names = study_names(root)
@@ -81,7 +82,7 @@ def _list(root) -> int:
     for name in names:
         spec = load_spec(root, name)
         knobs = "; ".join(k.words() for k in spec.knobs) if spec else "?"
-        print(f"{name}: {spec.base.method} on {spec.base.dataset}, ε = {spec.base.epsilon:g}, "
+        print(f"{name}: {spec.base.method} on {spec.base.dataset}, {epsilon_words(spec)}, "
               f"{spec.trials} trials ({spec.sampler}), {knobs}" if spec else name)
     return 0
 
