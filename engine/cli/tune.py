@@ -144,7 +144,8 @@ def main(args) -> int:
         _say("no trial finished with a score")
     else:
         _say(f"best: {spec.objective} {best.value:.4f} with {best.params} (run {best.run_id})")
-    _say(f"defaults: {'%.4f' % default if default is not None else 'unknown'} ({source})")
+    _say(f"defaults at ε = {spec.base.epsilon:g}: "  # with ε searched, not the trials' ε
+         f"{'%.4f' % default if default is not None else 'unknown'} ({source})")
     _say(f"ledger: the study's {led['study_runs']} run(s) composed ε = "
          f"{led['study_epsilon']:.4g}; {led['dataset']} in all ε = {led['dataset_epsilon']:.4g}"
          f" at δ = {led.get('delta', spec.base.delta):g}")
