@@ -8,9 +8,9 @@ import time
 
 import streamlit as st
 
-from engine.facade import (MAX_KNOBS, SAMPLERS, InputError, RunConfig, available_methods,
-                           build_study_spec, default_params, parse_epsilon, studies,
-                           study_names, study_preview)
+from engine.facade import (EPSILON_KNOB, MAX_KNOBS, SAMPLERS, SECOND_TITLES, SECONDS,
+                           InputError, RunConfig, available_methods, build_study_spec,
+                           default_params, parse_epsilon, studies, study_names, study_preview)
 from ui.choices import EPSILON_CHOICES, epsilon_label
 from ui.common import dataset_infos, jobs, load_dataset, method_title, show_input_error
 from ui.knobs import widgets
@@ -38,18 +38,27 @@ texts = [f"{k}=" + st.text_input(
     f"{k}: lo:hi, lo:hi:log, or a,b,c", key=f"tune_range_{k}",
     help=f"{specs[k].help} Must be {specs[k].rule()}; default {specs[k].default}.")
     for k in knobs]
-d1, d2, d3, d4 = st.columns(4)
+if st.checkbox("search ε too (each trial at its own ε, charged at it)", key="tune_eps_search"):
+    texts.append(f"{EPSILON_KNOB}=" + st.text_input(
+        "ε: lo:hi, lo:hi:log, or a,b,c", "0.3:3:log", key="tune_range_epsilon",
+        help="Replaces the ε above. The privacy before Start is then a bound: every trial "
+             "at the top of the range."))
+d1, d2, d3, d4, d5 = st.columns(5)
 trials = int(d1.number_input("trials", 1, 200, 8, key="tune_trials"))
 sampler = d2.selectbox("sampler", SAMPLERS, index=SAMPLERS.index("tpe"), key="tune_sampler")
 objective = d3.text_input("objective (a stored score)", "synthetic/logreg", key="tune_objective")
-name = d4.text_input("study name", key="tune_name", placeholder="empty: tune-<date>-<time>")
+second = d4.selectbox("second objective", (None, *SECONDS), key="tune_second",
+                      format_func=lambda s: "none" if s is None else SECOND_TITLES[s],
+                      help="Minimised beside the objective, for a Pareto front of the trials.")
+name = d5.text_input("study name", key="tune_name", placeholder="empty: tune-<date>-<time>")
 
 spec = None
-if knobs:
+if texts:
     try:
         spec = build_study_spec(RunConfig(method=method, dataset=dataset, epsilon=parse_epsilon(eps),
                                           device="cpu").validate(),
-                                texts, trials=trials, sampler=sampler, objective=objective)
+                                texts, trials=trials, sampler=sampler, objective=objective,
+                                second=second)
         queued = [r.config for r in jm.store.active_runs() if r.status.value == "queued"]
         seen = study_preview(spec, root=root, slots=jm.slots, pending=queued, data=data,
                              wait=False)

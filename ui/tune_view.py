@@ -6,30 +6,40 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.facade import InputError, optuna_study, studies
+from engine.facade import (IMPORTANCE_EVALUATORS, IMPORTANCE_TITLES, InputError, SECOND_TITLES,
+                           importance_plot, optuna_study, searched_epsilon, studies)
+from ui import pareto_view, trial_view
 from ui.common import show_input_error
 
 IMPORTANCE_NEEDS = 20  # trials Optuna's importance estimates want before they mean much
 
 
 def trials_table(res) -> None:
+    second = res.spec.second
     rows = [{"trial": t.number, "state": t.state, **t.params,
-             res.spec.objective: t.value, "run": t.run_id or "",
+             res.spec.objective: t.value, **({SECOND_TITLES[second]: t.second} if second else {}),
+             "run": t.run_id or "",
              "why it failed": t.message if t.state == "FAIL" else ""} for t in res.trials]
     st.dataframe(rows, hide_index=True, use_container_width=True)
 
 
-def _plots(study, res) -> None:
+def _plots(study, res, jm) -> None:
     from optuna import visualization as vis
 
     done = [t for t in res.trials if t.state == "COMPLETE"]
+    tabs = st.tabs(["Slice", "Contour", "Parallel", "Importance", "History", "Pareto (all runs)"])
+    with tabs[5]:  # drawn from the run store, so it has points before this study has any
+        pareto_view.draw(jm, res.spec)
     if not done:
-        st.info("No trial has finished with a score yet; the plots appear with the first.")
+        with tabs[0]:
+            st.info("No trial has finished with a score yet; the plots appear with the first.")
         return
     names = [k.name for k in res.spec.knobs]
-    tabs = st.tabs(["Slice", "Contour", "Parallel", "Importance", "History"])
+    # a two-objective study: every plot but the front is of the first (the score)
+    one = {} if not res.spec.second else {"target": lambda t: t.values[0],
+                                          "target_name": res.spec.objective}
     with tabs[0]:
-        st.plotly_chart(vis.plot_slice(study), key="tune_slice")
+        st.plotly_chart(vis.plot_slice(study, **one), key="tune_slice")
     with tabs[1]:
         if len(names) < 2:
             st.caption("A contour needs two knobs.")
@@ -37,19 +47,25 @@ def _plots(study, res) -> None:
             a, b = st.columns(2)
             x = a.selectbox("x", names, key="tune_cx")
             y = b.selectbox("y", [n for n in names if n != x], key="tune_cy")
-            st.plotly_chart(vis.plot_contour(study, params=[x, y]), key="tune_contour")
+            st.plotly_chart(vis.plot_contour(study, params=[x, y], **one), key="tune_contour")
     with tabs[2]:
-        st.plotly_chart(vis.plot_parallel_coordinate(study), key="tune_parallel")
+        st.plotly_chart(vis.plot_parallel_coordinate(study, **one), key="tune_parallel")
     with tabs[3]:
-        st.caption(f"Rests on {len(done)} finished trial(s)"
+        how = st.radio("evaluator", IMPORTANCE_EVALUATORS, horizontal=True,
+                       format_func=IMPORTANCE_TITLES.get, key="tune_importance_eval")
+        st.caption(f"Rests on {len(done)} finished trial(s), by {IMPORTANCE_TITLES[how]}"
                    + (f"; importance estimates want about {IMPORTANCE_NEEDS}."
                       if len(done) < IMPORTANCE_NEEDS else "."))
         if len(names) < 2 or len(done) < 2:
             st.caption("Importance needs two knobs and two finished trials.")
         else:
-            st.plotly_chart(vis.plot_param_importances(study), key="tune_importance")
+            fig, why = importance_plot(study, res.spec, how)
+            if fig is None:
+                st.caption(f"No importance by {how}: {why}.")
+            else:
+                st.plotly_chart(fig, key="tune_importance")
     with tabs[4]:
-        st.plotly_chart(vis.plot_optimization_history(study), key="tune_history")
+        st.plotly_chart(vis.plot_optimization_history(study, **one), key="tune_history")
 
 
 def board(jm, name: str) -> None:
@@ -67,13 +83,22 @@ def board(jm, name: str) -> None:
         running = studies.running(jm.manager, name)
         spec = res.spec
         best = res.best
-        st.markdown(f"**{name}** · {spec.base.method} on {spec.base.dataset} at "
-                    f"ε = {spec.base.epsilon:g} per trial · {spec.sampler} · "
+        eps = searched_epsilon(spec.knobs)
+        st.markdown(f"**{name}** · {spec.base.method} on {spec.base.dataset} "
+                    + (f"at ε = {spec.base.epsilon:g} per trial" if eps is None else
+                       f"with ε searched in [{eps.grid()[0]:g}, {eps.grid()[-1]:g}]")
+                    + f" · {spec.sampler} · "
                     f"{len(res.done)} of {spec.trials} trial(s) done"
                     + (" · running" if running else " · stopped" if res.stopped else ""))
         if best is not None:
             st.caption(f"best {spec.objective} {best.value:.4f} with {best.params} "
-                       f"(trial {best.number}, run {best.run_id})")
+                       f"(trial {best.number}, run {best.run_id})"
+                       + ("; the trials ran at different ε, so the best was bought with more "
+                          "privacy than some: compare them on the Pareto tab, against ε"
+                          if eps is not None else ""))
+        if spec.second and res.pareto:
+            st.caption(f"Pareto front ({spec.objective} against {SECOND_TITLES[spec.second]}): "
+                       + ", ".join(f"trial {t.number}" for t in res.pareto))
         if err := studies.error(jm.manager, name):
             st.error(err)
         if running and st.button("Stop the study", key="tune_stop"):
@@ -83,6 +108,7 @@ def board(jm, name: str) -> None:
             except InputError as err:  # NotOwner: not this browser's study
                 show_input_error(err)
         trials_table(res)
-        _plots(optuna_study(root, name), res)
+        trial_view.draw(jm, res)
+        _plots(optuna_study(root, name), res, jm)
 
     live()

@@ -39,6 +39,12 @@ def add_parser(sub) -> None:
     t.add_argument("--objective", default=None,
                    help="a stored score, e.g. synthetic/logreg (default), synthetic/mlp")
     t.add_argument("--direction", default=None, help="maximize or minimize")
+    t.add_argument("--second", default=None, choices=("seconds", "epsilon"),
+                   help="a second objective, minimised, for a Pareto front of the trials: "
+                        "seconds (the run's wall time) or epsilon (its spent ε; needs "
+                        "--knob epsilon=lo:hi[:log])")
+    t.add_argument("--importance", default="ped-anova", choices=("ped-anova", "fanova"),
+                   help="the knob-importance evaluator printed at the end (Optuna's)")
     t.add_argument("--study", default=None, help="its name; alone, continue that study")
     t.add_argument("--slots", type=int, default=None, help="trials trained at once")
     t.add_argument("--list", action="store_true", help="list the run store's studies")
@@ -58,7 +64,8 @@ def _spec(args):
                      epsilon=parse_epsilon(args.epsilon), delta=delta, seed=args.seed,
                      device="cpu", params=_pairs(args.param, "--param")).validate()
     return build_spec(base, args.knob, trials=args.trials, sampler=args.sampler,
-                      objective=args.objective or DEFAULT_OBJECTIVE, direction=args.direction)
+                      objective=args.objective or DEFAULT_OBJECTIVE, direction=args.direction,
+                      second=args.second)
 
 
 def _say(line: str) -> None:
@@ -66,6 +73,7 @@ def _say(line: str) -> None:
 
 
 def _list(root) -> int:
+    from engine.cli.tune_report import epsilon_words
     from engine.jobs.study import load_spec, study_names
 
     names = study_names(root)
@@ -74,12 +82,13 @@ def _list(root) -> int:
     for name in names:
         spec = load_spec(root, name)
         knobs = "; ".join(k.words() for k in spec.knobs) if spec else "?"
-        print(f"{name}: {spec.base.method} on {spec.base.dataset}, ε = {spec.base.epsilon:g}, "
+        print(f"{name}: {spec.base.method} on {spec.base.dataset}, {epsilon_words(spec)}, "
               f"{spec.trials} trials ({spec.sampler}), {knobs}" if spec else name)
     return 0
 
 
 def main(args) -> int:
+    from engine.cli import tune_report
     from engine.jobs.manager import JobManager
     from engine.jobs.study import Study, defaults_score, ledger_totals, load_spec
     from engine.runs.study_preview import study_preview
@@ -102,8 +111,9 @@ def main(args) -> int:
         study = Study(spec, name, jm)
         left = spec.trials - len(study.result().done)
         queued = [r.config for r in jm.store.active_runs() if r.status == RunStatus.QUEUED]
-        _say(f"study {name}: {spec.base.method} on {spec.base.dataset} at ε = "
-             f"{spec.base.epsilon:g}, {spec.sampler}, {left} of {spec.trials} trial(s) to go; "
+        _say(f"study {name}: {spec.base.method} on {spec.base.dataset} "
+             f"{tune_report.epsilon_words(spec)}, {spec.sampler}, {left} of {spec.trials} "
+             "trial(s) to go; "
              + "; ".join(k.words() for k in spec.knobs))
         seen = study_preview(replace(spec, trials=max(1, left)), root=root, slots=jm.slots,
                              pending=queued)
@@ -114,7 +124,9 @@ def main(args) -> int:
         def progress(info, res) -> None:
             value = f"{info.value:.4f}" if info.value is not None else f"FAILED ({info.message})"
             best = res.best
-            _say(f"trial {info.number}: {spec.objective} {value} with "
+            _say(f"trial {info.number}: {spec.objective} {value}"
+                 + (f", {spec.second} {info.second:.4g}" if info.second is not None else "")
+                 + " with "
                  + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                              for k, v in info.params.items())
                  + (f"; best so far {best.value:.4f}" if best else "")
@@ -124,6 +136,7 @@ def main(args) -> int:
         wall = time.time() - t0
         default, source = defaults_score(spec, jm.store)
         led = ledger_totals(root, spec, name)
+        extra = tune_report.report(study.study, res, args.importance, _say)
     finally:
         jm.shutdown()
     best = res.best
@@ -131,11 +144,13 @@ def main(args) -> int:
         _say("no trial finished with a score")
     else:
         _say(f"best: {spec.objective} {best.value:.4f} with {best.params} (run {best.run_id})")
-    _say(f"defaults: {'%.4f' % default if default is not None else 'unknown'} ({source})")
+    _say(f"defaults at ε = {spec.base.epsilon:g}: "  # with ε searched, not the trials' ε
+         f"{'%.4f' % default if default is not None else 'unknown'} ({source})")
     _say(f"ledger: the study's {led['study_runs']} run(s) composed ε = "
          f"{led['study_epsilon']:.4g}; {led['dataset']} in all ε = {led['dataset_epsilon']:.4g}"
          f" at δ = {led.get('delta', spec.base.delta):g}")
     if args.json:
         print(dumps({**res.to_dict(), "preview": seen.to_dict(), "seconds": wall,
-                     "defaults": {"value": default, "source": source}, "ledger": led}))
+                     "defaults": {"value": default, "source": source}, "ledger": led,
+                     **extra}))
     return 0 if best is not None else 1

@@ -54,6 +54,15 @@ from engine.runs.study_preview import StudyPreview, study_preview
 from engine.jobs.study import (StudyResult, TrialInfo, defaults_score, ledger_totals,
                                optuna_study, study_names)
 from engine.jobs import study_background as studies
+# ... a second objective and ε as a searched knob, knob importance by a chosen evaluator,
+# and the Pareto front over every stored run of a method on a dataset.
+from engine.runs.study_objectives import (EPSILON_KNOB, SECOND_TITLES, SECONDS,
+                                          searched_epsilon)
+from engine.jobs.study_importance import (EVALUATORS as IMPORTANCE_EVALUATORS,
+                                          EVALUATOR_TITLES as IMPORTANCE_TITLES,
+                                          plot as importance_plot)
+from engine.runs.pareto import AXES as PARETO_AXES, AXIS_TITLES as PARETO_AXIS_TITLES
+from engine.runs.pareto import front as pareto_front
 
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
@@ -82,6 +91,8 @@ __all__ = [
     "MAX_KNOBS", "SAMPLERS", "STUDY_DIRECTIONS", "KnobRange", "StudySpec", "build_study_spec",
     "StudyPreview", "study_preview", "StudyResult", "TrialInfo", "defaults_score",
     "ledger_totals", "optuna_study", "study_names", "studies",
+    "EPSILON_KNOB", "SECOND_TITLES", "SECONDS", "searched_epsilon", "IMPORTANCE_EVALUATORS",
+    "IMPORTANCE_TITLES", "importance_plot", "PARETO_AXES", "PARETO_AXIS_TITLES", "pareto_front",
     "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",

@@ -33,6 +33,7 @@ from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps
 from engine.core.processes import OWNER
 from engine.jobs.manager import JobManager
+from engine.runs.study_objectives import directions, second_value
 from engine.runs.study_space import StudySpec
 from engine.store.records import RunStatus
 
@@ -54,6 +55,7 @@ class TrialInfo:
     value: float | None = None
     run_id: str | None = None
     message: str = ""  # why a trial failed (its run's message)
+    second: float | None = None  # the second objective (seconds or ε spent), when the study has one
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,25 @@ class StudyResult:
         sign = 1 if self.spec.direction == "maximize" else -1
         return max(scored, key=lambda t: sign * t.value)
 
+    @property
+    def pareto(self) -> list[TrialInfo]:
+        """With a second objective: the finished trials no other trial beats on both (the
+        objective and its cost), cheapest first; [] without one."""
+        from engine.runs.pareto import non_dominated
+
+        scored = [t for t in self.trials if t.state == "COMPLETE" and t.second is not None]
+        if not self.spec.second or not scored:
+            return []
+        keep = non_dominated([t.second for t in scored], [t.value for t in scored],
+                             y_direction=self.spec.direction)
+        return sorted((t for t, k in zip(scored, keep) if k), key=lambda t: t.second)
+
     def to_dict(self) -> dict:
         best = self.best
         return {"study": self.name, "spec": self.spec.to_dict(), "stopped": self.stopped,
                 "trials": [t.__dict__ for t in self.trials],
-                "best": None if best is None else best.__dict__}
+                "best": None if best is None else best.__dict__,
+                **({"pareto": [t.number for t in self.pareto]} if self.spec.second else {})}
 
 
 def _optuna():
@@ -168,7 +184,7 @@ class Study:
         self.spec, self.name, self.jm, self.session = spec, name, jm, session
         self.study = optuna.create_study(
             study_name=name, storage=storage(jm.store.root), load_if_exists=True,
-            direction=spec.direction, sampler=sampler(spec))
+            directions=directions(spec.direction, spec.second), sampler=sampler(spec))
         stored = self.study.user_attrs.get("spec")
         if stored is None:
             self.study.set_user_attr("spec", spec.to_dict())
@@ -202,7 +218,9 @@ class Study:
             if state == "RUNNING" and not rid:
                 state = "WAITING"  # asked, its run not queued yet
             msg = t.user_attrs.get("why") or (rec.message if rec and state == "FAIL" else "")
-            out.append(TrialInfo(t.number, state, values(self.spec, t.params), t.value, rid, msg))
+            vals = t.values or [None, None]  # (t.value raises on a two-objective study)
+            out.append(TrialInfo(t.number, state, values(self.spec, t.params), vals[0], rid, msg,
+                                 vals[1] if len(vals) > 1 else None))
         return StudyResult(self.name, self.spec, out, stopped=self.stop_requested())
 
     # ---------------------------------------------------------------- driving
@@ -264,11 +282,16 @@ class Study:
                 continue
             del pending[number]
             value = None if rec is None else rec.metrics.get(self.spec.objective)
-            if rec is not None and rec.status == RunStatus.FINISHED and value is not None:
-                self.study.tell(number, float(value))
+            second, no_second = (None, "")
+            if self.spec.second and rec is not None and rec.status == RunStatus.FINISHED:
+                second, no_second = second_value(rec, self.spec.second)
+            if rec is not None and rec.status == RunStatus.FINISHED and value is not None \
+                    and (second is not None or not self.spec.second):
+                self.study.tell(number, [float(value)] + ([second] if self.spec.second else []))
             else:
                 why = ("its run is gone from the store" if rec is None else
                        f"no {self.spec.objective} score" if rec.status == RunStatus.FINISHED
+                       and value is None else no_second if rec.status == RunStatus.FINISHED
                        else rec.message or rec.status.value)
                 self._fail(number, why)
             info = next(t for t in self.result().trials if t.number == number)

@@ -47,6 +47,7 @@ class StudyPreview:
     private_candidate_epsilon: float | None  # ... and each candidate's ε
     private_ledger_after: float | None  # the ledger's total after that search instead
     private_mean: float | None  # the E[K] it was planned with
+    top_epsilon: float | None = None  # ε searched: the bound's every-trial ε (the range's top)
 
     @property
     def epsilon_after(self) -> float | None:
@@ -64,10 +65,15 @@ class StudyPreview:
             out.append(f"memory: ~{self.memory_gb:.1f} GB per trial")
         if self.ledger is not None:
             f = self.ledger
-            out.append(f"privacy: every trial is charged in full; {f.dataset.label} goes from "
-                       f"ε = {epsilon_words(f.spent)} to ε = {epsilon_words(f.after)} after "
+            top = self.top_epsilon
+            out.append(f"privacy: every trial is charged in full"
+                       + (" at its own ε" if top else "") + f"; {f.dataset.label} goes from "
+                       f"ε = {epsilon_words(f.spent)} to "
+                       + ("at most " if top else "") + f"ε = {epsilon_words(f.after)} after "
                        f"{self.trials} trial(s) (composed exactly at δ = {f.delta:g})"
-                       + (f", cap {f.cap:g}" if f.cap is not None else ""))
+                       + (f", cap {f.cap:g}" if f.cap is not None else "")
+                       + (f" — a bound, as if every trial ran at the top of the ε range "
+                          f"({top:g}); the ledger charges each its own" if top else ""))
         if self.private_epsilon is not None:
             out.append(f"private alternative: repeat-and-select over E[K] = "
                        f"{self.private_mean:g} candidates releases only the best, total "
@@ -88,7 +94,8 @@ class StudyPreview:
                 "cap": None if f is None else f.cap,
                 "private_search_epsilon": self.private_epsilon,
                 "private_search_candidate_epsilon": self.private_candidate_epsilon,
-                "private_search_ledger_after": self.private_ledger_after}
+                "private_search_ledger_after": self.private_ledger_after,
+                "ledger_after_is_bound_at_epsilon": self.top_epsilon}
 
 
 def timed_trial(config, data, *, wait: bool = True):
@@ -111,13 +118,19 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
     study would take the dataset past its cap, before anything runs."""
     from engine.data import catalog
     from engine.privacy import search_plan
+    from engine.runs.study_objectives import EPSILON_KNOB, searched_epsilon, top_epsilon
 
     centre = spec.config_for(spec.centre())
+    # ε searched: a trial's charge grows with its ε, so every trial at the range's top
+    # bounds what the sampler's picks can spend (exact when ε is one value)
+    eps_knob = searched_epsilon(spec.knobs)
+    top = None if eps_knob is None else top_epsilon(eps_knob)
+    charged = centre if top is None else spec.config_for({**spec.centre(), EPSILON_KNOB: top})
     ledger = Ledger(root)
-    forecast = ledger.forecast(centre, pending=[centre] * (spec.trials - 1) + list(pending))
+    forecast = ledger.forecast(charged, pending=[charged] * (spec.trials - 1) + list(pending))
     if forecast is not None and forecast.refused:
         raise InputError(f"Refused before the first trial: the study's {spec.trials} trial(s) "
-                         f"would bring {forecast.dataset.label} to ε = "
+                         f"{'could' if top else 'would'} bring {forecast.dataset.label} to ε = "
                          f"{epsilon_words(forecast.after)} (at δ = {forecast.delta:g}), past its "
                          f"cap of {forecast.cap:g} (spent so far: "
                          f"ε = {epsilon_words(forecast.spent)}).")
@@ -130,16 +143,16 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
     whole = None if cost is None else cost.whole_s
     seconds = None if whole is None else whole * math.ceil(spec.trials / max(1, slots))
     priv = cand = after = mean = None
-    if centre.private:
+    grid = {k.name: k.grid() for k in spec.knobs if k.name != EPSILON_KNOB}
+    if charged.private and grid:  # the private search at the (top) ε, over the method's knobs
         mean = float(min(spec.trials, SEARCH_MAX_MEAN))
-        grid = {k.name: k.grid() for k in spec.knobs}
-        plan = search_plan.plan_search(epsilon=centre.epsilon, delta=centre.delta, mean=mean,
+        plan = search_plan.plan_search(epsilon=charged.epsilon, delta=charged.delta, mean=mean,
                                        distribution="geometric", grid=grid)
         priv, cand = plan.epsilon, plan.candidate_epsilon
-        job = search_plan.search_config(centre, grid, epsilon=centre.epsilon, mean=mean)
+        job = search_plan.search_config(charged, grid, epsilon=charged.epsilon, mean=mean)
         alt = ledger.forecast(job, pending=list(pending))
         after = None if alt is None else alt.after
     return StudyPreview(trials=spec.trials, slots=slots, trial_cost=cost, seconds=seconds,
                         memory_gb=None if cost is None else cost.memory_gb, ledger=forecast,
                         private_epsilon=priv, private_candidate_epsilon=cand,
-                        private_ledger_after=after, private_mean=mean)
+                        private_ledger_after=after, private_mean=mean, top_epsilon=top)

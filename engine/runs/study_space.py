@@ -84,10 +84,16 @@ class StudySpec:
     sampler: str = "tpe"
     objective: str = DEFAULT_OBJECTIVE
     direction: str = "maximize"
+    second: str | None = None  # a second objective, "seconds" or "epsilon" (minimised)
 
     def config_for(self, values: dict[str, Any]) -> RunConfig:
-        """A trial's run: the base with the sampled knob values."""
-        return replace(self.base, params={**self.base.params, **values}).validate()
+        """A trial's run: the base with the sampled knob values (a searched ε is the
+        run's own budget, not a method knob: engine/runs/study_objectives.py)."""
+        from engine.runs.study_objectives import split_values
+
+        eps, params = split_values(values)
+        return replace(self.base, epsilon=self.base.epsilon if eps is None else eps,
+                       params={**self.base.params, **params}).validate()
 
     def centre(self) -> dict[str, Any]:
         """A representative trial (each range's middle, the middle choice): what the
@@ -105,16 +111,19 @@ class StudySpec:
         return out
 
     def to_dict(self) -> dict:
-        return {"base": self.base.to_dict(), "knobs": [asdict(k) for k in self.knobs],
-                "trials": self.trials, "sampler": self.sampler, "objective": self.objective,
-                "direction": self.direction}
+        d = {"base": self.base.to_dict(), "knobs": [asdict(k) for k in self.knobs],
+             "trials": self.trials, "sampler": self.sampler, "objective": self.objective,
+             "direction": self.direction}
+        # only when set: a study stored before there were second objectives still matches
+        return {**d, "second": self.second} if self.second else d
 
     @classmethod
     def from_dict(cls, d: dict) -> "StudySpec":
         knobs = tuple(KnobRange(**{**k, "choices": tuple(k.get("choices") or ())})
                       for k in d["knobs"])
         return cls(base=RunConfig.from_dict(d["base"]), knobs=knobs, trials=int(d["trials"]),
-                   sampler=d["sampler"], objective=d["objective"], direction=d["direction"])
+                   sampler=d["sampler"], objective=d["objective"], direction=d["direction"],
+                   second=d.get("second"))
 
 
 def _number(text: str, kind: str, name: str):
@@ -132,6 +141,10 @@ def parse_knob(text: str, specs: dict) -> KnobRange:
         raise InputError(f"a knob looks like name=lo:hi[:log] or name=a,b,c. Got {text!r}.")
     name, body = (s.strip() for s in text.split("=", 1))
     name = name.replace("-", "_")
+    from engine.runs.study_objectives import epsilon_range, is_epsilon
+
+    if is_epsilon(name):  # the run's budget, searched: each trial at its own ε
+        return epsilon_range(body)
     spec = specs.get(name)
     if spec is None:
         raise InputError(f"unknown knob {name!r}; this method's knobs are "
@@ -168,10 +181,12 @@ def parse_knob(text: str, specs: dict) -> KnobRange:
 
 
 def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: str,
-               objective: str = DEFAULT_OBJECTIVE, direction: str | None = None) -> StudySpec:
+               objective: str = DEFAULT_OBJECTIVE, direction: str | None = None,
+               second: str | None = None) -> StudySpec:
     """Check a whole request; raise InputError for the first thing wrong."""
     from engine.methods.knobs import knob_specs
     from engine.methods.registry import get_method
+    from engine.runs.study_objectives import check_second
 
     base.validate()
     if sampler not in SAMPLERS:
@@ -201,7 +216,8 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
         raise InputError(f"direction must be one of {', '.join(STUDY_DIRECTIONS)}. "
                          f"Got {direction!r}.")
     return StudySpec(base=base, knobs=knobs, trials=trials, sampler=sampler,
-                     objective=objective, direction=direction)
+                     objective=objective, direction=direction,
+                     second=check_second(second, knobs, sampler))
 
 
 def default_direction(objective: str) -> str:
