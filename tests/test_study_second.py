@@ -14,7 +14,7 @@ from engine.core.config import RunConfig
 from engine.core.errors import InputError
 from engine.jobs.manager import JobManager
 from engine.jobs.study import Study, sweep_name
-from engine.ledger import charges
+from engine.privacy import charges
 from engine.privacy import accountant
 from engine.runs.study_preview import study_preview
 from engine.runs.study_space import build_spec

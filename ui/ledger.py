@@ -1,5 +1,5 @@
 """The privacy ledger where people decide: the Playground's line before Train, and the
-Runs page's budget per dataset and per sweep. Every number comes from engine.ledger.budget
+Runs page's budget per dataset and per sweep. Every number comes from engine.privacy.ledger
 (exact composition by the accountant); this module only draws."""
 
 from __future__ import annotations

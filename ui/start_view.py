@@ -4,7 +4,7 @@ for the current settings before Train.
 A reuse (engine.jobs.manager.request found a finished run with the same resolved settings and
 seed: every knob after the dataset's defaults, engine/methods/registry.settings_for) is said
 out loud, with a "Train anew" button that asks for a fresh run of the same config
-(`reuse=False`); a fresh run spends privacy budget like any other (engine/ledger/budget.py
+(`reuse=False`); a fresh run spends privacy budget like any other (engine/privacy/ledger.py
 checks it before it is queued). Reads and submits only; training happens in the worker.
 """
 
