@@ -8,9 +8,9 @@ import time
 
 import streamlit as st
 
-from engine.facade import (MAX_KNOBS, SAMPLERS, InputError, RunConfig, available_methods,
-                           build_study_spec, default_params, parse_epsilon, studies,
-                           study_names, study_preview)
+from engine.facade import (MAX_KNOBS, PUBLIC_DATASETS, SAMPLERS, InputError, RunConfig,
+                           available_methods, build_study_spec, default_params,
+                           parse_epsilon, studies, study_names, study_preview)
 from ui.choices import EPSILON_CHOICES, epsilon_label
 from ui.common import dataset_infos, jobs, load_dataset, method_title, show_input_error
 from ui.knobs import widgets
@@ -43,13 +43,21 @@ trials = int(d1.number_input("trials", 1, 200, 8, key="tune_trials"))
 sampler = d2.selectbox("sampler", SAMPLERS, index=SAMPLERS.index("tpe"), key="tune_sampler")
 objective = d3.text_input("objective (a stored score)", "synthetic/logreg", key="tune_objective")
 name = d4.text_input("study name", key="tune_name", placeholder="empty: tune-<date>-<time>")
+kind = {d["name"]: d["kind"] for d in dataset_infos()}
+stand_ins = [d for d in PUBLIC_DATASETS if d in avail and kind[d] == kind[dataset]
+             and dataset not in PUBLIC_DATASETS]
+tune_on = st.selectbox("trials run on", [None, *stand_ins], key="tune_on",
+                       format_func=lambda d: f"{dataset} itself (every trial charged)" if d is None
+                       else f"{d}, public (not charged), then one run on {dataset}",
+                       disabled=not stand_ins)
 
 spec = None
 if knobs:
     try:
         spec = build_study_spec(RunConfig(method=method, dataset=dataset, epsilon=parse_epsilon(eps),
                                           device="cpu").validate(),
-                                texts, trials=trials, sampler=sampler, objective=objective)
+                                texts, trials=trials, sampler=sampler, objective=objective,
+                                tune_on=tune_on)
         queued = [r.config for r in jm.store.active_runs() if r.status.value == "queued"]
         seen = study_preview(spec, root=root, slots=jm.slots, pending=queued, data=data,
                              wait=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.facade import InputError, optuna_study, studies
+from ui import three_paths_view
 from ui.common import show_input_error
 
 IMPORTANCE_NEEDS = 20  # trials Optuna's importance estimates want before they mean much
@@ -74,6 +75,8 @@ def board(jm, name: str) -> None:
         if best is not None:
             st.caption(f"best {spec.objective} {best.value:.4f} with {best.params} "
                        f"(trial {best.number}, run {best.run_id})")
+        if spec.tune_on:  # trials on a public stand-in, then one private run
+            three_paths_view.final_line(jm, name, spec.objective)
         if err := studies.error(jm.manager, name):
             st.error(err)
         if running and st.button("Stop the study", key="tune_stop"):
@@ -84,5 +87,7 @@ def board(jm, name: str) -> None:
                 show_input_error(err)
         trials_table(res)
         _plots(optuna_study(root, name), res)
+        if spec.tune_on:
+            three_paths_view.view(jm, name)
 
     live()

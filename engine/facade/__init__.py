@@ -52,6 +52,10 @@ from engine.runs.study_preview import StudyPreview, study_preview
 from engine.jobs.study import (StudyResult, TrialInfo, defaults_score, ledger_totals,
                                optuna_study, study_names)
 from engine.jobs import study_background as studies
+# Tune on public, spend privacy once: the stand-ins, a study's one private run, and the
+# three paths (tune on private, private search, tune on public) side by side.
+from engine.core.config import PUBLIC_DATASETS
+from engine.jobs import public_study, three_paths
 
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
@@ -80,6 +84,7 @@ __all__ = [
     "MAX_KNOBS", "SAMPLERS", "STUDY_DIRECTIONS", "KnobRange", "StudySpec", "build_study_spec",
     "StudyPreview", "study_preview", "StudyResult", "TrialInfo", "defaults_score",
     "ledger_totals", "optuna_study", "study_names", "studies",
+    "PUBLIC_DATASETS", "public_study", "three_paths",
     "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",

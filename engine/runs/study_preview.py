@@ -47,6 +47,8 @@ class StudyPreview:
     private_candidate_epsilon: float | None  # ... and each candidate's ε
     private_ledger_after: float | None  # the ledger's total after that search instead
     private_mean: float | None  # the E[K] it was planned with
+    # trials on this public stand-in, uncharged; `ledger` is then the one private run's
+    tune_on: str | None = None
 
     @property
     def epsilon_after(self) -> float | None:
@@ -62,7 +64,14 @@ class StudyPreview:
             out.append(f"time: not estimated ({cost_line(self.trial_cost) or 'no cost module'})")
         if self.memory_gb is not None:
             out.append(f"memory: ~{self.memory_gb:.1f} GB per trial")
-        if self.ledger is not None:
+        if self.ledger is not None and self.tune_on:
+            f = self.ledger
+            out.append(f"privacy: the {self.trials} trial(s) run on {self.tune_on}, public: "
+                       f"not charged; then ONE run with the best settings on "
+                       f"{f.dataset.label} takes it from ε = {epsilon_words(f.spent)} to "
+                       f"ε = {epsilon_words(f.after)} (at δ = {f.delta:g})"
+                       + (f", cap {f.cap:g}" if f.cap is not None else ""))
+        elif self.ledger is not None:
             f = self.ledger
             out.append(f"privacy: every trial is charged in full; {f.dataset.label} goes from "
                        f"ε = {epsilon_words(f.spent)} to ε = {epsilon_words(f.after)} after "
@@ -114,9 +123,13 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
 
     centre = spec.config_for(spec.centre())
     ledger = Ledger(root)
-    forecast = ledger.forecast(centre, pending=[centre] * (spec.trials - 1) + list(pending))
+    if spec.tune_on:  # trials on public data cost nothing; the one private run is charged
+        forecast = ledger.forecast(spec.final_config(spec.centre()), pending=list(pending))
+    else:
+        forecast = ledger.forecast(centre, pending=[centre] * (spec.trials - 1) + list(pending))
     if forecast is not None and forecast.refused:
-        raise InputError(f"Refused before the first trial: the study's {spec.trials} trial(s) "
+        what = "private run" if spec.tune_on else f"{spec.trials} trial(s)"
+        raise InputError(f"Refused before the first trial: the study's {what} "
                          f"would bring {forecast.dataset.label} to ε = "
                          f"{epsilon_words(forecast.after)} (at δ = {forecast.delta:g}), past its "
                          f"cap of {forecast.cap:g} (spent so far: "
@@ -128,7 +141,9 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
         raise InputError(seen.refuse)
     cost = seen.cost
     whole = None if cost is None else cost.whole_s
-    seconds = None if whole is None else whole * math.ceil(spec.trials / max(1, slots))
+    # a tune-on study adds its private run, after the trials, timed as one more trial
+    rounds = math.ceil(spec.trials / max(1, slots)) + (1 if spec.tune_on else 0)
+    seconds = None if whole is None else whole * rounds
     priv = cand = after = mean = None
     if centre.private:
         mean = float(min(spec.trials, SEARCH_MAX_MEAN))
@@ -142,4 +157,4 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
     return StudyPreview(trials=spec.trials, slots=slots, trial_cost=cost, seconds=seconds,
                         memory_gb=None if cost is None else cost.memory_gb, ledger=forecast,
                         private_epsilon=priv, private_candidate_epsilon=cand,
-                        private_ledger_after=after, private_mean=mean)
+                        private_ledger_after=after, private_mean=mean, tune_on=spec.tune_on)

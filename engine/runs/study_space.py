@@ -84,9 +84,17 @@ class StudySpec:
     sampler: str = "tpe"
     objective: str = DEFAULT_OBJECTIVE
     direction: str = "maximize"
+    # A public stand-in the trials run on instead (engine/runs/public_tuning.py): then
+    # the best settings get one run on base.dataset, the only one charged.
+    tune_on: str | None = None
 
     def config_for(self, values: dict[str, Any]) -> RunConfig:
-        """A trial's run: the base with the sampled knob values."""
+        """A trial's run: the base with the sampled knob values (on `tune_on` if set)."""
+        config = self.final_config(values)
+        return replace(config, dataset=self.tune_on, data_options={}) if self.tune_on else config
+
+    def final_config(self, values: dict[str, Any]) -> RunConfig:
+        """The run on base.dataset with these knob values (a tune-on study's private run)."""
         return replace(self.base, params={**self.base.params, **values}).validate()
 
     def centre(self) -> dict[str, Any]:
@@ -107,14 +115,17 @@ class StudySpec:
     def to_dict(self) -> dict:
         return {"base": self.base.to_dict(), "knobs": [asdict(k) for k in self.knobs],
                 "trials": self.trials, "sampler": self.sampler, "objective": self.objective,
-                "direction": self.direction}
+                "direction": self.direction,
+                # only when set: a stored spec from before tune_on compares equal
+                **({"tune_on": self.tune_on} if self.tune_on else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "StudySpec":
         knobs = tuple(KnobRange(**{**k, "choices": tuple(k.get("choices") or ())})
                       for k in d["knobs"])
         return cls(base=RunConfig.from_dict(d["base"]), knobs=knobs, trials=int(d["trials"]),
-                   sampler=d["sampler"], objective=d["objective"], direction=d["direction"])
+                   sampler=d["sampler"], objective=d["objective"], direction=d["direction"],
+                   tune_on=d.get("tune_on"))
 
 
 def _number(text: str, kind: str, name: str):
@@ -168,12 +179,17 @@ def parse_knob(text: str, specs: dict) -> KnobRange:
 
 
 def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: str,
-               objective: str = DEFAULT_OBJECTIVE, direction: str | None = None) -> StudySpec:
+               objective: str = DEFAULT_OBJECTIVE, direction: str | None = None,
+               tune_on: str | None = None) -> StudySpec:
     """Check a whole request; raise InputError for the first thing wrong."""
     from engine.methods.knobs import knob_specs
     from engine.methods.registry import get_method
 
     base.validate()
+    if tune_on:  # a public stand-in of the same kind, not the private dataset itself
+        from engine.runs.public_tuning import check_tune_on
+
+        check_tune_on(base, tune_on)
     if sampler not in SAMPLERS:
         raise InputError(f"sampler must be one of {', '.join(SAMPLERS)}. Got {sampler!r}.")
     if not knob_texts:
@@ -201,7 +217,7 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
         raise InputError(f"direction must be one of {', '.join(STUDY_DIRECTIONS)}. "
                          f"Got {direction!r}.")
     return StudySpec(base=base, knobs=knobs, trials=trials, sampler=sampler,
-                     objective=objective, direction=direction)
+                     objective=objective, direction=direction, tune_on=tune_on or None)
 
 
 def default_direction(objective: str) -> str:
