@@ -116,7 +116,7 @@ def fake(tmp_path_factory):
 
 def test_a_restarted_driver_queues_the_private_run_once(fake, monkeypatch):
     base = RunConfig(method="dpmerf", dataset="digits_private", device="cpu",
-                     params={"sleep": 0.2})
+                     params={"sleep": 1.5})  # the private run outlives the crash
     spec = _spec(base=base, trials=2)
     assert json.loads(json.dumps(spec.to_dict()))["tune_on"] == "digits_public"
     assert type(spec).from_dict(spec.to_dict()) == spec
@@ -155,7 +155,7 @@ def test_public_trials_charge_nothing_and_the_private_run_is_charged_once(tmp_pa
     base = RunConfig(method="dpmerf", dataset="digits_private", epsilon=1.0, device="cpu",
                      params=dict(TINY_DPMERF))
     spec = _spec(base=base, trials=3, knobs=["lr=1e-3:1e-1:log", "n_features=200,400"])
-    jm = JobManager(RunStore(tmp_path), slots_per_device=2, full_eval=False)
+    jm = JobManager(RunStore(tmp_path), slots_per_device=2)
     seen_during = []
     try:
         study = Study(spec, "pub", jm)

@@ -151,7 +151,9 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
         plan = search_plan.plan_search(epsilon=centre.epsilon, delta=centre.delta, mean=mean,
                                        distribution="geometric", grid=grid)
         priv, cand = plan.epsilon, plan.candidate_epsilon
-        job = search_plan.search_config(centre, grid, epsilon=centre.epsilon, mean=mean)
+        # on the private records (a tune-on study's trials are on public ones)
+        job = search_plan.search_config(spec.final_config(spec.centre()), grid,
+                                        epsilon=centre.epsilon, mean=mean)
         alt = ledger.forecast(job, pending=list(pending))
         after = None if alt is None else alt.after
     return StudyPreview(trials=spec.trials, slots=slots, trial_cost=cost, seconds=seconds,
