@@ -122,11 +122,12 @@ def main(argv=None) -> int:
     print(f"\n{args.method}, ε = {args.epsilon} per run, {args.trials} trials ({args.sampler}), "
           f"knobs {'; '.join(knobs)}, fixed {_fixed(args.fixed) or 'none'}")
     print(f"| case | path | {table[0]['objective'] if table else 'objective'} on {PRIVATE}'s "
-          "test part | ε paid by the private records (ledger) | planned | seconds | settings |")
-    print("|---|---|---|---|---|---|---|")
+          "test part | ε paid by the private records (ledger) | planned | seconds (wall) | "
+          "seconds (runs added) | settings |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in table:
         value = "-" if r["value"] is None else f"{r['value']:.4f}"
-        secs = "-" if r["seconds"] is None else f"{r['seconds']:.0f}"
+        secs = "-" if r["seconds"] is None else f"{r['seconds']:.0f} | {r['run_seconds']:.0f}"
         print(f"| {r['case']} | ({r['path']}) {r['words']} | {value} | "
               f"{r['ledger_epsilon']:.3g} | {r['planned_epsilon']:.3g} | {secs} | "
               f"{_settings(r['settings'])} |")

@@ -81,11 +81,14 @@ def measure(jm: JobManager, name: str, *, paths=("c", "a", "b"), session: str | 
             raise InputError(f"a path is a, b or c. Got {path!r}.")
 
 
-def _span(jm: JobManager, sweep: str) -> float | None:
+def _span(jm: JobManager, sweep: str) -> tuple[float | None, float | None]:
+    """(wall seconds from the first run's start to the last one's end, the runs' own
+    seconds added up): the first counts waits between runs, the second does not."""
     runs = [r for r in jm.store.list_runs(sweep=sweep) if r.started and r.ended]
     if not runs:
-        return None
-    return max(r.ended for r in runs) - min(r.started for r in runs)
+        return None, None
+    return (max(r.ended for r in runs) - min(r.started for r in runs),
+            sum(r.ended - r.started for r in runs))
 
 
 def rows(jm: JobManager, name: str) -> list[dict[str, Any]]:
@@ -109,7 +112,8 @@ def rows(jm: JobManager, name: str) -> list[dict[str, Any]]:
                "value": None, "settings": None, "planned_epsilon": plans[path].epsilon,
                "private_runs": plans[path].private_runs,
                "ledger_epsilon": sweeps.get(sweep, {}).get("epsilon", 0.0),
-               "seconds": _span(jm, sweep), "state": "not run", "note": ""}
+               "state": "not run", "note": ""}
+        row["seconds"], row["run_seconds"] = _span(jm, sweep)
         if path == "a":
             sa = load_spec(jm.store.root, companion(name, "a"))
             res = Study(sa, companion(name, "a"), jm).result() if sa else None
