@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for r in table:
         value = "-" if r["value"] is None else f"{r['value']:.4f}"
-        secs = "-" if r["seconds"] is None else f"{r['seconds']:.0f} | {r['run_seconds']:.0f}"
+        secs = "- | -" if r["seconds"] is None else f"{r['seconds']:.0f} | {r['run_seconds']:.0f}"
         print(f"| {r['case']} | ({r['path']}) {r['words']} | {value} | "
               f"{r['ledger_epsilon']:.3g} | {r['planned_epsilon']:.3g} | {secs} | "
               f"{_settings(r['settings'])} |")
