@@ -169,3 +169,32 @@ def test_public_trials_charge_nothing_and_the_private_run_is_charged_once(tmp_pa
     assert digits["dataset"] == "digits" and [r["run_id"] for r in digits["runs"]] == [fin["run_id"]]
     assert digits["epsilon"] == pytest.approx(1.0, rel=0.05)  # one run at ε = 1
     assert 0 < fin["value"] <= 1 and fin["params"] == res.best.params
+
+
+# ------------------------------------------------------------------ the Tune page
+def test_the_board_shows_the_private_run_and_the_three_paths(runs_root):
+    """A finished tune-on study (stand-in trainer): its private run above the trials,
+    and the three paths with (c) measured, (a) and (b) waiting for the button, which only
+    the study's owner may press."""
+    from apptest import open_app
+
+    from engine.jobs import three_paths
+    from engine.jobs.manager import NotOwner
+
+    jm = JobManager(RunStore(runs_root), execute=scripted, full_eval=False, slots_per_device=2)
+    try:
+        spec = _spec(base=RunConfig(method="dpmerf", dataset="digits_private", device="cpu"),
+                     trials=2, knobs=["lr=1e-3:1e-1:log", "n_features=500,1000"])
+        Study(spec, "pubboard", jm, session="someone-else").run()
+        with pytest.raises(NotOwner):
+            three_paths.start_measuring(jm, "pubboard", session="me")
+    finally:
+        jm.shutdown()
+    at = open_app().switch_page("pages/tune.py").run()
+    assert not at.exception
+    assert any("Private run on digits_private" in s.value for s in at.success)
+    paths = at.dataframe[1].value  # the trials, then the three paths
+    assert len(paths) == 3 and list(paths["synthetic/logreg"].isna()) == [True, True, False]
+    assert at.button(key="tune_paths")  # offered: (a) and (b) not measured yet
+    at.selectbox(key="tune_dataset").set_value("digits_private").run()
+    assert "digits_public" in at.selectbox(key="tune_on").options[1]
