@@ -37,5 +37,5 @@ def test_tiny_three_paths_bench_prints_three_rows_per_stand_in(tmp_path):
         assert rows["a"]["ledger_epsilon"] > 1.2
         assert rows["b"]["ledger_epsilon"] <= 1.0 + 1e-6
         assert rows["c"]["ledger_epsilon"] == pytest.approx(1.0, rel=0.05)
-    table = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "(" in line]
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "→" in line]
     assert len(table) == 3 * len(cases)
