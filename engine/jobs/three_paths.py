@@ -102,8 +102,9 @@ def rows(jm: JobManager, name: str) -> list[dict[str, Any]]:
     plans = {p.path: p for p in path_epsilons(spec.base, spec.trials,
                                               {k.name: k.grid() for k in spec.knobs})}
     key = dataset_id(spec.base).key
-    sweeps = {s["sweep"]: s for d in Ledger(jm.store.root).datasets() if d["dataset"] == key
-              for s in d["sweeps"]}
+    books = [d for d in Ledger(jm.store.root).datasets() if d["dataset"] == key]
+    sweeps = {s["sweep"]: s for d in books for s in d["sweeps"]}
+    charged = {r["run_id"]: r for d in books for r in d["runs"]}
     study = Study(spec, name, jm)
     out = []
     for path in ("a", "b", "c"):
@@ -129,7 +130,9 @@ def rows(jm: JobManager, name: str) -> list[dict[str, Any]]:
             if rec is not None:
                 row["state"] = rec.status.value
                 row["value"] = rec.metrics.get(spec.objective)
-                row["note"] = "the released candidate; its settings stay private to the run"
+                k = len(charged.get(rid, {}).get("mechanisms") or [])  # one per candidate
+                row["note"] = (f"the released candidate of K = {k} (drawn at random); its "
+                               "settings stay private to the run")
         else:
             fin = final(study) or {}
             row["state"] = fin.get("status") or f"{len(study.result().done)} of " \
