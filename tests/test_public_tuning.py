@@ -198,3 +198,20 @@ def test_the_board_shows_the_private_run_and_the_three_paths(runs_root):
     assert at.button(key="tune_paths")  # offered: (a) and (b) not measured yet
     at.selectbox(key="tune_dataset").set_value("digits_private").run()
     assert "digits_public" in at.selectbox(key="tune_on").options[1]
+
+
+def test_cli_tune_on_public_reports_its_one_private_run(runs_root, capsys):
+    from engine.cli.commands import main
+
+    params = [a for k, v in TINY_DPMERF.items() for a in ("--param", f"{k}={v}")]
+    assert main(["tune", "--method", "dpmerf", "--dataset", "digits_private", "--epsilon", "1",
+                 "--tune-on", "digits_public", "--knob", "lr=1e-3:1e-1:log", *params,
+                 "--trials", "2", "--sampler", "random", "--study", "pubcli", "--json"]) == 0
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert "run on digits_public, public: not charged" in err and "private run on" in err
+    assert got["final"]["dataset"] == "digits_private" and 0 < got["final"]["value"] <= 1
+    assert got["ledger"]["study_runs"] == 1  # the trials wrote no row
+    assert got["ledger"]["study_epsilon"] == pytest.approx(1.0, rel=0.05)
+    assert main(["tune", "--dataset", "digits_private", "--tune-on", "digits",
+                 "--knob", "lr=1e-3:1e-1:log"]) == 2  # not public: one clear error
