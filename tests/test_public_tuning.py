@@ -215,3 +215,14 @@ def test_cli_tune_on_public_reports_its_one_private_run(runs_root, capsys):
     assert got["ledger"]["study_epsilon"] == pytest.approx(1.0, rel=0.05)
     assert main(["tune", "--dataset", "digits_private", "--tune-on", "digits",
                  "--knob", "lr=1e-3:1e-1:log"]) == 2  # not public: one clear error
+
+
+def test_the_playground_says_a_stand_in_is_not_charged(runs_root):
+    from apptest import open_app
+
+    at = open_app({"dpmerf_n_features": "500", "dpmerf_epochs": "1"})
+    at.selectbox(key="dataset").set_value("digits_public").run()
+    assert not at.exception
+    assert any("digits_public is declared public" in i.value for i in at.info)
+    at.selectbox(key="dataset").set_value("digits_private").run()
+    assert any("digits (public data, treated as private" in i.value for i in at.info)
