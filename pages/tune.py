@@ -8,8 +8,8 @@ import time
 
 import streamlit as st
 
-from engine.facade import (EPSILON_KNOB, MAX_KNOBS, SAMPLERS, SECOND_TITLES, SECONDS,
-                           InputError, RunConfig, available_methods, build_study_spec,
+from engine.facade import (EPSILON_KNOB, MAX_KNOBS, PUBLIC_DATASETS, SAMPLERS, SECOND_TITLES,
+                           SECONDS, InputError, RunConfig, available_methods, build_study_spec,
                            default_params, parse_epsilon, studies, study_names, study_preview)
 from ui.choices import EPSILON_CHOICES, epsilon_label
 from ui.common import dataset_infos, jobs, load_dataset, method_title, show_input_error
@@ -51,6 +51,13 @@ second = d4.selectbox("second objective", (None, *SECONDS), key="tune_second",
                       format_func=lambda s: "none" if s is None else SECOND_TITLES[s],
                       help="Minimised beside the objective, for a Pareto front of the trials.")
 name = d5.text_input("study name", key="tune_name", placeholder="empty: tune-<date>-<time>")
+kind = {d["name"]: d["kind"] for d in dataset_infos()}
+stand_ins = [d for d in PUBLIC_DATASETS if d in avail and kind[d] == kind[dataset]
+             and dataset not in PUBLIC_DATASETS]
+tune_on = st.selectbox("trials run on", [None, *stand_ins], key="tune_on",
+                       format_func=lambda d: f"{dataset} itself (every trial charged)" if d is None
+                       else f"{d}, public (not charged), then one run on {dataset}",
+                       disabled=not stand_ins)
 
 spec = None
 if texts:
@@ -58,7 +65,7 @@ if texts:
         spec = build_study_spec(RunConfig(method=method, dataset=dataset, epsilon=parse_epsilon(eps),
                                           device="cpu").validate(),
                                 texts, trials=trials, sampler=sampler, objective=objective,
-                                second=second)
+                                second=second, tune_on=tune_on)
         queued = [r.config for r in jm.store.active_runs() if r.status.value == "queued"]
         seen = study_preview(spec, root=root, slots=jm.slots, pending=queued, data=data,
                              wait=False)

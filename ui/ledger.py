@@ -8,8 +8,8 @@ import math
 
 import streamlit as st
 
-from engine.facade import (INFINITE_WORDS, PUBLIC_NOTE, InputError, Ledger, RunConfig,
-                           epsilon_words, visibility)
+from engine.facade import (INFINITE_WORDS, PUBLIC_DATASETS, PUBLIC_NOTE, InputError, Ledger,
+                           RunConfig, epsilon_words, visibility)
 from ui.common import runs_root
 
 
@@ -24,6 +24,9 @@ def budget_line(config: RunConfig, reusable=None) -> str | None:
     Train then hands that run back, which releases nothing and costs nothing."""
     f = _ledger().forecast(config)
     if f is None:
+        if config.dataset in PUBLIC_DATASETS:  # a stand-in declared public: nothing spent
+            st.info(f"**{config.dataset} is declared public**: runs on it are not charged "
+                    "to any dataset's budget (a stand-in to tune on).", icon="🧾")
         return None
     if f.refused:
         found = reusable() if reusable is not None else None

@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine.facade import (IMPORTANCE_EVALUATORS, IMPORTANCE_TITLES, InputError, SECOND_TITLES,
                            importance_plot, optuna_study, searched_epsilon, studies)
-from ui import pareto_view, trial_view
+from ui import pareto_view, three_paths_view, trial_view
 from ui.common import show_input_error
 
 IMPORTANCE_NEEDS = 20  # trials Optuna's importance estimates want before they mean much
@@ -99,6 +99,8 @@ def board(jm, name: str) -> None:
         if spec.second and res.pareto:
             st.caption(f"Pareto front ({spec.objective} against {SECOND_TITLES[spec.second]}): "
                        + ", ".join(f"trial {t.number}" for t in res.pareto))
+        if spec.tune_on:  # trials on a public stand-in, then one private run
+            three_paths_view.final_line(jm, name, spec.objective)
         if err := studies.error(jm.manager, name):
             st.error(err)
         if running and st.button("Stop the study", key="tune_stop"):
@@ -110,5 +112,7 @@ def board(jm, name: str) -> None:
         trials_table(res)
         trial_view.draw(jm, res)
         _plots(optuna_study(root, name), res, jm)
+        if spec.tune_on:
+            three_paths_view.view(jm, name)
 
     live()

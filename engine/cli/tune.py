@@ -10,6 +10,8 @@ for the study. `--study NAME` names it; given alone it continues that study (the
 its unfinished trials are re-attached). `--list` lists the store's studies. `--json`
 prints the whole result as strict JSON on stdout (the lines above go to stderr).
 Trials train in the run store's worker ($DPSYNTH_RUNS), charged to its ledger.
+`--tune-on digits_public` runs the trials on that public stand-in (not charged) and then
+one run of the best settings on --dataset at --epsilon (charged once).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def add_parser(sub) -> None:
                         "--knob epsilon=lo:hi[:log])")
     t.add_argument("--importance", default="ped-anova", choices=("ped-anova", "fanova"),
                    help="the knob-importance evaluator printed at the end (Optuna's)")
+    t.add_argument("--tune-on", default=None, dest="tune_on",
+                   help="a public stand-in the trials run on (digits_public, fashion_public); "
+                        "then ONE run of the best settings on --dataset is charged")
     t.add_argument("--study", default=None, help="its name; alone, continue that study")
     t.add_argument("--slots", type=int, default=None, help="trials trained at once")
     t.add_argument("--list", action="store_true", help="list the run store's studies")
@@ -65,7 +70,7 @@ def _spec(args):
                      device="cpu", params=_pairs(args.param, "--param")).validate()
     return build_spec(base, args.knob, trials=args.trials, sampler=args.sampler,
                       objective=args.objective or DEFAULT_OBJECTIVE, direction=args.direction,
-                      second=args.second)
+                      second=args.second, tune_on=args.tune_on)
 
 
 def _say(line: str) -> None:
@@ -89,6 +94,7 @@ def _list(root) -> int:
 
 def main(args) -> int:
     from engine.cli import tune_report
+    from engine.jobs import public_study
     from engine.jobs.manager import JobManager
     from engine.jobs.study import Study, defaults_score, ledger_totals, load_spec
     from engine.runs.study_preview import study_preview
@@ -111,8 +117,9 @@ def main(args) -> int:
         study = Study(spec, name, jm)
         left = spec.trials - len(study.result().done)
         queued = [r.config for r in jm.store.active_runs() if r.status == RunStatus.QUEUED]
-        _say(f"study {name}: {spec.base.method} on {spec.base.dataset} "
-             f"{tune_report.epsilon_words(spec)}, {spec.sampler}, {left} of {spec.trials} "
+        _say(f"study {name}: {spec.base.method} on {spec.base.dataset}"
+             + (f" (trials on {spec.tune_on}, public)" if spec.tune_on else "")
+             + f" {tune_report.epsilon_words(spec)}, {spec.sampler}, {left} of {spec.trials} "
              "trial(s) to go; "
              + "; ".join(k.words() for k in spec.knobs))
         seen = study_preview(replace(spec, trials=max(1, left)), root=root, slots=jm.slots,
@@ -134,6 +141,7 @@ def main(args) -> int:
 
         res = study.run(on_trial=progress)
         wall = time.time() - t0
+        final = public_study.final(study)  # a tune-on study's one private run
         default, source = defaults_score(spec, jm.store)
         led = ledger_totals(root, spec, name)
         extra = tune_report.report(study.study, res, args.importance, _say)
@@ -144,6 +152,11 @@ def main(args) -> int:
         _say("no trial finished with a score")
     else:
         _say(f"best: {spec.objective} {best.value:.4f} with {best.params} (run {best.run_id})")
+    if final is not None:
+        got = f"{final['value']:.4f}" if final["value"] is not None else \
+            f"none ({final['why'] or final['status']})"
+        _say(f"private run on {final['dataset']} with the best settings of {spec.tune_on} "
+             f"(trial {final['trial']}): {spec.objective} {got} (run {final['run_id']})")
     _say(f"defaults at ε = {spec.base.epsilon:g}: "  # with ε searched, not the trials' ε
          f"{'%.4f' % default if default is not None else 'unknown'} ({source})")
     _say(f"ledger: the study's {led['study_runs']} run(s) composed ε = "
@@ -152,5 +165,7 @@ def main(args) -> int:
     if args.json:
         print(dumps({**res.to_dict(), "preview": seen.to_dict(), "seconds": wall,
                      "defaults": {"value": default, "source": source}, "ledger": led,
-                     **extra}))
+                     **extra, "final": final}))
+    if final is not None:
+        return 0 if final["value"] is not None else 1
     return 0 if best is not None else 1

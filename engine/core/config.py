@@ -23,6 +23,12 @@ EPSILON_MIN, EPSILON_MAX = 1e-3, 1e3
 # The datasets read from a user's file (the ledger keys them by the file's bytes; uploads
 # are owner-only): every other dataset is built in.
 FILE_DATASETS = ("csv", "npz")
+# Built-in public stand-ins (engine/data/catalog.py): their records are declared public, so
+# the ledger neither charges nor caps a run on them (a study tunes there, tune_on).
+PUBLIC_DATASETS = ("digits_public", "fashion_public")
+# A built-in set whose records are part of another's: charged to that one's ledger row,
+# since a run on either touches the same records (digits_private is half of digits).
+SAME_RECORDS = {"digits_private": "digits"}
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,66 @@ def load_breast_cancer(seed: int = 0) -> Dataset:
                    [str(t) for t in bunch.target_names], columns=columns, notes=notes)
 
 
+# --------------------------------------------------------------- public stand-ins
+# Tuning on public data spends no privacy (engine/runs/public_tuning.py). digits is cut
+# once into two disjoint halves by a FIXED permutation of positions (values never read;
+# public, so anyone can redo it): digits_public is declared public, and the ledger
+# charges nothing for it; digits_private is the private one, charged as digits (its
+# records are digits' records: engine.core.config.SAME_RECORDS). Each half is then split
+# 80/20 by the run's seed like any dataset, so digits_private's test part is held out
+# from every run on it, and no digits_public record is in it.
+HALVES_SEED = 20260
+PUBLIC_STAND_IN_SIZE = 1797  # fashion_public: as many images as digits has
+
+
+def digits_halves(n: int = 1797) -> tuple[np.ndarray, np.ndarray]:
+    """(public positions, private positions) of digits: disjoint, together all of them."""
+    perm = np.random.default_rng(HALVES_SEED).permutation(n)
+    return np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
+
+
+def _digits_half(seed: int, half: int, name: str) -> Dataset:
+    from sklearn.datasets import load_digits as _load
+
+    bunch = _load()
+    pos = digits_halves(len(bunch.target))[half]
+    x = (bunch.images[pos] / 16.0).astype(np.float32)[:, None, :, :]
+    y = bunch.target[pos].astype(np.int64)
+    xtr, xte, ytr, yte = split_train_test(x, y, seed)
+    return Dataset(name, "image", xtr, ytr, xte, yte, [str(i) for i in range(10)], (1, 8, 8),
+                   notes={"split": POSITIONAL_SPLIT, "half": f"{name}: {len(pos)} of digits' "
+                          f"{len(bunch.target)} images by a fixed permutation (seed {HALVES_SEED})"})
+
+
+def load_digits_public(seed: int = 0) -> Dataset:
+    """Half of digits (898 images), declared public: runs on it are not charged."""
+    return _digits_half(seed, 0, "digits_public")
+
+
+def load_digits_private(seed: int = 0) -> Dataset:
+    """The other half of digits (899 images), private: charged to digits' ledger row."""
+    return _digits_half(seed, 1, "digits_private")
+
+
+def load_fashion_public(seed: int = 0, root: str | None = None, download: bool = True) -> Dataset:
+    """Fashion-MNIST made digits-like, a public stand-in for tuning 8×8 digits: the first
+    PUBLIC_STAND_IN_SIZE training images and a quarter as many test images (digits'
+    80/20), each 28×28 image averaged down to 8×8 (area weights, torch's adaptive average
+    pooling: 28 is no multiple of 8) so settings tuned on it fit digits' shape; pixels
+    stay in [0, 1]. Its own `seed` split is Fashion's official one (seed unused)."""
+    import torch
+
+    full = load_fashion_mnist(seed, root=root, download=download)
+    n, m = PUBLIC_STAND_IN_SIZE, math.ceil(PUBLIC_STAND_IN_SIZE / 4)
+    shrink = lambda a: torch.nn.functional.adaptive_avg_pool2d(  # noqa: E731
+        torch.from_numpy(np.ascontiguousarray(a)), 8).numpy().astype(np.float32)
+    return Dataset("fashion_public", "image", shrink(full.x_train[:n]), full.y_train[:n].copy(),
+                   shrink(full.x_test[:m]), full.y_test[:m].copy(), list(FASHION_CLASSES),
+                   (1, 8, 8), notes={"source": full.notes.get("source", ""), "split":
+                                     "official train/test split, first images of each",
+                                     "adapted": "28×28 averaged down to 8×8"})
+
+
 BREAST_CANCER_BOUNDS = ("released privately by the method and charged to epsilon (sklearn's "
                         "DESCR min/max table is the records' own range, so it is not used)")
 
@@ -207,6 +267,9 @@ DATASETS = {
     "fashion_mnist": load_fashion_mnist,
     "mnist": load_mnist,
     "breast_cancer": load_breast_cancer,
+    "digits_public": load_digits_public,
+    "digits_private": load_digits_private,
+    "fashion_public": load_fashion_public,
     "csv": load_csv,
     "npz": load_npz,
 }
@@ -215,9 +278,18 @@ _INFO = {  # name -> (kind, description)
     "fashion_mnist": ("image", "Fashion-MNIST 28x28 clothing, 60k train / 10k test, 10 classes"),
     "mnist": ("image", "MNIST 28x28 handwritten digits, 60k train / 10k test, 10 classes"),
     "breast_cancer": ("tabular", "Wisconsin breast cancer, 569 records, 30 numeric columns"),
+    "digits_public": ("image", "half of digits (898 images), declared public: tune here, "
+                               "no privacy charged"),
+    "digits_private": ("image", "the other half of digits (899 images), private: charged as "
+                                "digits"),
+    "fashion_public": ("image", "Fashion-MNIST averaged down to 8x8, 1,797 images, public: "
+                                "a digits-like stand-in to tune on, no privacy charged"),
     "csv": ("tabular", "your own CSV (options: path, label, categorical, numeric, bounds, categories, classes)"),
     "npz": ("image", "your own images as .npz with arrays x and y (options: path, classes)"),
 }
+
+
+_IDX_SOURCE = {"fashion_public": "fashion_mnist"}
 
 
 def list_datasets() -> list[dict]:
@@ -226,8 +298,9 @@ def list_datasets() -> list[dict]:
     for name in DATASETS:
         kind, desc = _INFO[name]
         available, where = True, "bundled with scikit-learn"
-        if name in _IDX:
-            folder, looked = _find_idx(name, None)
+        source = _IDX_SOURCE.get(name, name)  # the stand-in reads Fashion-MNIST's files
+        if source in _IDX:
+            folder, looked = _find_idx(source, None)
             available = folder is not None
             where = str(folder) if available else (
                 f"not found in {'; '.join(map(str, looked))}; set DPSYNTH_DATA_DIR, pass "
@@ -237,6 +310,13 @@ def list_datasets() -> list[dict]:
         out.append({"name": name, "kind": kind, "description": desc, "available": available,
                     "where": where, "needs_file": name in ("csv", "npz")})
     return out
+
+
+def dataset_kind(name: str) -> str:
+    """"image" or "tabular", without loading anything (InputError for an unknown name)."""
+    if name not in _INFO:
+        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}.")
+    return _INFO[name][0]
 
 
 def load(name: str, *, seed: int = 0, options: dict | None = None) -> Dataset:

@@ -63,6 +63,10 @@ from engine.jobs.study_importance import (EVALUATORS as IMPORTANCE_EVALUATORS,
                                           plot as importance_plot)
 from engine.runs.pareto import AXES as PARETO_AXES, AXIS_TITLES as PARETO_AXIS_TITLES
 from engine.runs.pareto import front as pareto_front
+# Tune on public, spend privacy once: the stand-ins, a study's one private run, and the
+# three paths (tune on private, private search, tune on public) side by side.
+from engine.core.config import PUBLIC_DATASETS
+from engine.jobs import public_study, three_paths
 
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
@@ -93,6 +97,7 @@ __all__ = [
     "ledger_totals", "optuna_study", "study_names", "studies",
     "EPSILON_KNOB", "SECOND_TITLES", "SECONDS", "searched_epsilon", "IMPORTANCE_EVALUATORS",
     "IMPORTANCE_TITLES", "importance_plot", "PARETO_AXES", "PARETO_AXIS_TITLES", "pareto_front",
+    "PUBLIC_DATASETS", "public_study", "three_paths",
     "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",

@@ -254,6 +254,10 @@ class Study:
                 if not pending:
                     break
                 time.sleep(POLL_S)
+            if self.spec.tune_on:  # then the one private run (engine/jobs/public_study.py)
+                from engine.jobs.public_study import run_final
+
+                run_final(self, stop)
         finally:  # a driver that ends, even by an error, lets another take over at once
             self.study.set_user_attr("driver", None)
         return self.result()

@@ -71,7 +71,9 @@ def resume(jm: JobManager, name: str) -> bool:
             return False
         study = Study(spec, name, jm, session=None)
         res = study.result()
-        if res.stopped or len(res.done) >= spec.trials:
+        from engine.jobs.public_study import final_pending  # a tune-on study's private run
+
+        if res.stopped or (len(res.done) >= spec.trials and not final_pending(study)):
             return False
         study.session = study.owner  # its runs stay the owner's
         _launch(study, _key(jm, name))

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.store import db as store_db
-from engine.core.config import FILE_DATASETS, RunConfig
+from engine.core.config import FILE_DATASETS, PUBLIC_DATASETS, SAME_RECORDS, RunConfig
 from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps, jsonable
 # The pure accounting (what a run is charged, how rows compose) lives in ledger_math.
@@ -85,9 +85,14 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
 
 def dataset_id(config: RunConfig) -> DatasetId | None:
     """The records a run touches; None when its file cannot be read (the loader then
-    refuses the run with its own message)."""
+    refuses the run with its own message) or its records are declared public
+    (PUBLIC_DATASETS: no charge, no cap). digits_private is charged as digits: its
+    records are half of digits' (SAME_RECORDS)."""
+    if config.dataset in PUBLIC_DATASETS:
+        return None  # declared public: nothing to charge, nothing to cap
     if config.dataset not in FILE_DATASETS:
-        return DatasetId(config.dataset, f"{config.dataset} ({PUBLIC_NOTE})", True)
+        key = SAME_RECORDS.get(config.dataset, config.dataset)
+        return DatasetId(key, f"{key} ({PUBLIC_NOTE})", True)
     path = Path(str((config.data_options or {}).get("path", "")))
     try:
         st = path.stat()

@@ -48,6 +48,8 @@ class StudyPreview:
     private_ledger_after: float | None  # the ledger's total after that search instead
     private_mean: float | None  # the E[K] it was planned with
     top_epsilon: float | None = None  # ε searched: the bound's every-trial ε (the range's top)
+    # trials on this public stand-in, uncharged; `ledger` is then the one private run's
+    tune_on: str | None = None
 
     @property
     def epsilon_after(self) -> float | None:
@@ -63,7 +65,14 @@ class StudyPreview:
             out.append(f"time: not estimated ({cost_line(self.trial_cost) or 'no cost module'})")
         if self.memory_gb is not None:
             out.append(f"memory: ~{self.memory_gb:.1f} GB per trial")
-        if self.ledger is not None:
+        if self.ledger is not None and self.tune_on:
+            f = self.ledger
+            out.append(f"privacy: the {self.trials} trial(s) run on {self.tune_on}, public: "
+                       f"not charged; then ONE run with the best settings on "
+                       f"{f.dataset.label} takes it from ε = {epsilon_words(f.spent)} to "
+                       f"ε = {epsilon_words(f.after)} (at δ = {f.delta:g})"
+                       + (f", cap {f.cap:g}" if f.cap is not None else ""))
+        elif self.ledger is not None:
             f = self.ledger
             top = self.top_epsilon
             out.append(f"privacy: every trial is charged in full"
@@ -127,9 +136,13 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
     top = None if eps_knob is None else top_epsilon(eps_knob)
     charged = centre if top is None else spec.config_for({**spec.centre(), EPSILON_KNOB: top})
     ledger = Ledger(root)
-    forecast = ledger.forecast(charged, pending=[charged] * (spec.trials - 1) + list(pending))
+    if spec.tune_on:  # trials on public data cost nothing; the one private run is charged
+        forecast = ledger.forecast(spec.final_config(spec.centre()), pending=list(pending))
+    else:
+        forecast = ledger.forecast(charged, pending=[charged] * (spec.trials - 1) + list(pending))
     if forecast is not None and forecast.refused:
-        raise InputError(f"Refused before the first trial: the study's {spec.trials} trial(s) "
+        what = "private run" if spec.tune_on else f"{spec.trials} trial(s)"
+        raise InputError(f"Refused before the first trial: the study's {what} "
                          f"{'could' if top else 'would'} bring {forecast.dataset.label} to ε = "
                          f"{epsilon_words(forecast.after)} (at δ = {forecast.delta:g}), past its "
                          f"cap of {forecast.cap:g} (spent so far: "
@@ -141,7 +154,9 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
         raise InputError(seen.refuse)
     cost = seen.cost
     whole = None if cost is None else cost.whole_s
-    seconds = None if whole is None else whole * math.ceil(spec.trials / max(1, slots))
+    # a tune-on study adds its private run, after the trials, timed as one more trial
+    rounds = math.ceil(spec.trials / max(1, slots)) + (1 if spec.tune_on else 0)
+    seconds = None if whole is None else whole * rounds
     priv = cand = after = mean = None
     grid = {k.name: k.grid() for k in spec.knobs if k.name != EPSILON_KNOB}
     if charged.private and grid:  # the private search at the (top) ε, over the method's knobs
@@ -149,10 +164,13 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
         plan = search_plan.plan_search(epsilon=charged.epsilon, delta=charged.delta, mean=mean,
                                        distribution="geometric", grid=grid)
         priv, cand = plan.epsilon, plan.candidate_epsilon
-        job = search_plan.search_config(charged, grid, epsilon=charged.epsilon, mean=mean)
+        # on the private records (a tune-on study's trials are on public ones)
+        job = search_plan.search_config(spec.final_config(spec.centre()) if spec.tune_on
+                                        else charged, grid, epsilon=charged.epsilon, mean=mean)
         alt = ledger.forecast(job, pending=list(pending))
         after = None if alt is None else alt.after
     return StudyPreview(trials=spec.trials, slots=slots, trial_cost=cost, seconds=seconds,
                         memory_gb=None if cost is None else cost.memory_gb, ledger=forecast,
                         private_epsilon=priv, private_candidate_epsilon=cand,
-                        private_ledger_after=after, private_mean=mean, top_epsilon=top)
+                        private_ledger_after=after, private_mean=mean, top_epsilon=top,
+                        tune_on=spec.tune_on)

@@ -85,10 +85,18 @@ class StudySpec:
     objective: str = DEFAULT_OBJECTIVE
     direction: str = "maximize"
     second: str | None = None  # a second objective, "seconds" or "epsilon" (minimised)
+    # A public stand-in the trials run on instead (engine/runs/public_tuning.py): then
+    # the best settings get one run on base.dataset, the only one charged.
+    tune_on: str | None = None
 
     def config_for(self, values: dict[str, Any]) -> RunConfig:
-        """A trial's run: the base with the sampled knob values (a searched ε is the
-        run's own budget, not a method knob: engine/runs/study_objectives.py)."""
+        """A trial's run: the base with the sampled knob values (on `tune_on` if set; a
+        searched ε is the run's own budget, not a method knob: engine/runs/study_objectives.py)."""
+        config = self.final_config(values)
+        return replace(config, dataset=self.tune_on, data_options={}) if self.tune_on else config
+
+    def final_config(self, values: dict[str, Any]) -> RunConfig:
+        """The run on base.dataset with these knob values (a tune-on study's private run)."""
         from engine.runs.study_objectives import split_values
 
         eps, params = split_values(values)
@@ -114,8 +122,9 @@ class StudySpec:
         d = {"base": self.base.to_dict(), "knobs": [asdict(k) for k in self.knobs],
              "trials": self.trials, "sampler": self.sampler, "objective": self.objective,
              "direction": self.direction}
-        # only when set: a study stored before there were second objectives still matches
-        return {**d, "second": self.second} if self.second else d
+        # only when set: a study stored before second objectives or tune_on still matches
+        return {**d, **({"second": self.second} if self.second else {}),
+                **({"tune_on": self.tune_on} if self.tune_on else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "StudySpec":
@@ -123,7 +132,7 @@ class StudySpec:
                       for k in d["knobs"])
         return cls(base=RunConfig.from_dict(d["base"]), knobs=knobs, trials=int(d["trials"]),
                    sampler=d["sampler"], objective=d["objective"], direction=d["direction"],
-                   second=d.get("second"))
+                   second=d.get("second"), tune_on=d.get("tune_on"))
 
 
 def _number(text: str, kind: str, name: str):
@@ -182,13 +191,17 @@ def parse_knob(text: str, specs: dict) -> KnobRange:
 
 def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: str,
                objective: str = DEFAULT_OBJECTIVE, direction: str | None = None,
-               second: str | None = None) -> StudySpec:
+               second: str | None = None, tune_on: str | None = None) -> StudySpec:
     """Check a whole request; raise InputError for the first thing wrong."""
     from engine.methods.knobs import knob_specs
     from engine.methods.registry import get_method
     from engine.runs.study_objectives import check_second
 
     base.validate()
+    if tune_on:  # a public stand-in of the same kind, not the private dataset itself
+        from engine.runs.public_tuning import check_tune_on
+
+        check_tune_on(base, tune_on)
     if sampler not in SAMPLERS:
         raise InputError(f"sampler must be one of {', '.join(SAMPLERS)}. Got {sampler!r}.")
     if not knob_texts:
@@ -202,6 +215,10 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
     names = [k.name for k in knobs]
     if len(set(names)) != len(names):
         raise InputError(f"each knob once please; got {', '.join(names)}.")
+    if tune_on and "epsilon" in names:  # free on public data: the search would take the top
+        raise InputError("ε cannot be a searched knob when the trials run on a public "
+                         "stand-in: there a larger ε costs nothing, so the search would "
+                         "always pick the top of the range. Give --epsilon instead.")
     if sampler == "cmaes" and not all(k.numeric for k in knobs):
         bad = ", ".join(k.name for k in knobs if not k.numeric)
         raise InputError(f"CMA-ES searches numeric ranges only; {bad} is a list of choices "
@@ -217,7 +234,7 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
                          f"Got {direction!r}.")
     return StudySpec(base=base, knobs=knobs, trials=trials, sampler=sampler,
                      objective=objective, direction=direction,
-                     second=check_second(second, knobs, sampler))
+                     second=check_second(second, knobs, sampler), tune_on=tune_on or None)
 
 
 def default_direction(objective: str) -> str:

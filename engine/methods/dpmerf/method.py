@@ -44,7 +44,9 @@ TINY_PARAMS = {"n_features": 300, "epochs": 2, "batch_size": 100, "sample_every"
 # digits (8×8) has no official value: ℓ² = 4 gave LogReg .82 at ε=1 against .77 for
 # MNIST's value scaled by pixel count (8.6) and .70 for 16 (3 runs each, public data).
 # Other image sets scale MNIST's ℓ² by their pixel count.
-IMAGE_LENGTH_SCALE_SQ = {"mnist": 105.0, "fashion_mnist": 127.0, "digits": 4.0}
+# digits' halves and the 8×8 Fashion stand-in (engine/data/catalog.py) are 8×8 like digits.
+IMAGE_LENGTH_SCALE_SQ = {"mnist": 105.0, "fashion_mnist": 127.0, "digits": 4.0,
+                         "digits_public": 4.0, "digits_private": 4.0, "fashion_public": 4.0}
 
 
 
