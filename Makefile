@@ -15,7 +15,7 @@ run: $(STAMP)
 	$(if $(RAY),DPSYNTH_RAY_ADDRESS=$(RAY) )$(VENV)/bin/streamlit run app.py
 
 test: $(STAMP)
-	$(PY) -m pytest --durations=15
+	$(PY) -m pytest -n 2 --dist loadfile --durations=15
 
 # Plant each privacy bug of bench/mutants.py in a scratch copy; fail if a test misses one.
 mutants: $(STAMP)
