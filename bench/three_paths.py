@@ -21,7 +21,6 @@ what the path hands over on digits_private's real test part: a NON-private diagn
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -32,20 +31,13 @@ sys.path.insert(0, str(ROOT))
 
 from engine.core.config import RunConfig, parse_epsilon  # noqa: E402
 from engine.core.jsonsafe import dumps  # noqa: E402
+from engine.cli.options import pairs  # noqa: E402
 
 KNOBS = ["lr=1e-3:1e-1:log", "n_features=500,1000,2000,5000"]
 TINY = {"knobs": ["lr=1e-3:1e-1:log", "n_features=200,400"], "trials": 2,
         "fixed": ["epochs=2", "batch_size=100"]}
 CASES = {"digits": "digits_public", "fashion": "fashion_public"}
 PRIVATE = "digits_private"
-
-
-def _fixed(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        key, _, val = item.partition("=")
-        out[key.strip()] = json.loads(val)
-    return out
 
 
 def skip_reason(stand_in: str) -> str | None:
@@ -101,7 +93,7 @@ def main(argv=None) -> int:
         args.fixed = TINY["fixed"] + args.fixed
     knobs = args.knob or KNOBS
     base = RunConfig(method=args.method, dataset=PRIVATE, epsilon=parse_epsilon(args.epsilon),
-                     device="cpu", params=_fixed(args.fixed)).validate()
+                     device="cpu", params=pairs(args.fixed, "--fixed")).validate()
     table, skipped, shared = [], {}, None
     for case, stand_in in CASES.items():
         if args.only and case != args.only:
@@ -120,7 +112,7 @@ def main(argv=None) -> int:
                     for r in shared]
         table += [{**r, "case": f"{stand_in} → {PRIVATE}"} for r in sorted(got, key=lambda r: r["path"])]
     print(f"\n{args.method}, ε = {args.epsilon} per run, {args.trials} trials ({args.sampler}), "
-          f"knobs {'; '.join(knobs)}, fixed {_fixed(args.fixed) or 'none'}")
+          f"knobs {'; '.join(knobs)}, fixed {pairs(args.fixed, '--fixed') or 'none'}")
     print(f"| case | path | {table[0]['objective'] if table else 'objective'} on {PRIVATE}'s "
           "test part | ε paid by the private records (ledger) | planned | seconds (wall) | "
           "seconds (runs added) | settings |")

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.core.config import RunConfig, parse_epsilon  # noqa: E402
 from engine.core.jsonsafe import dumps  # noqa: E402
+from engine.cli.options import pairs  # noqa: E402
 from engine.jobs.manager import JobManager  # noqa: E402
 from engine.jobs.study import Study, defaults_score, ledger_totals  # noqa: E402
 from engine.runs.study_space import build_spec  # noqa: E402
@@ -36,16 +37,6 @@ from engine.store.runs import RunStore  # noqa: E402
 KNOBS = ["lr=1e-3:1e-1:log", "n_features=500,1000,2000,5000"]
 TINY = {"knobs": ["lr=1e-3:1e-1:log", "n_features=200,400"], "budgets": "1,2",
         "fixed": ["epochs=2", "batch_size=100"], "samplers": "tpe,random,grid"}
-
-
-def _fixed(items: list[str]) -> dict:
-    import json
-
-    out = {}
-    for item in items:
-        key, _, val = item.partition("=")
-        out[key.strip()] = json.loads(val)
-    return out
 
 
 def best_after(values: list[float | None], n: int, sign: int) -> float | None:
@@ -93,7 +84,7 @@ def main(argv=None) -> int:
     for repeat in range(args.repeats):
         base = RunConfig(method=args.method, dataset=args.dataset,
                          epsilon=parse_epsilon(args.epsilon), device="cpu", seed=repeat,
-                         params=_fixed(args.fixed))
+                         params=pairs(args.fixed, "--fixed"))
         for sampler in samplers:
             with tempfile.TemporaryDirectory(prefix="bench-tune-") as tmp:
                 values, seconds, led = one_study(base, knobs, sampler, budgets[-1],
@@ -108,7 +99,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         default, source = defaults_score(spec, RunStore(tmp))
     print(f"\n{args.method} on {args.dataset}, ε = {args.epsilon}, knobs {'; '.join(knobs)}, "
-          f"fixed {_fixed(args.fixed) or 'none'}, {args.repeats} repeat(s)")
+          f"fixed {pairs(args.fixed, '--fixed') or 'none'}, {args.repeats} repeat(s)")
     print(f"defaults: {args.objective} = {default if default is None else f'{default:.4f}'} "
           f"({source})\n")
     print("| sampler | trials | best " + args.objective + " (mean) | min | max | "
