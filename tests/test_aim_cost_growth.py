@@ -112,9 +112,28 @@ def test_calibration_times_a_young_and_a_grown_stand_in(monkeypatch, cancer):
         runs.append(len(grown))
         return real(config, params, data, device, stop, grown=grown)
     monkeypatch.setattr(aim, "train", spy)
-    params = make_params("aim", cancer, TINY)
+    params = make_params("aim", cancer, {**TINY, "rounds": 40})
     timed = aim_cost._calibrate(cancer, params, cancer.n_train)
     d = len(cancer.columns) + 1
     assert runs == [0, aim_cost.GROWN_PER_ATTRIBUTE * d]
     assert timed["held_grown"] == d + runs[1] + 2  # its second round, after the grown ones
     assert timed["round"] > 0 and timed["round_grown"] > 0 and timed["peak_gb"] > 0.1
+
+
+def test_a_run_of_a_few_rounds_is_timed_young_only(monkeypatch, cancer):
+    """A run that cannot grow past the young stand-in's rounds (a tiny test run) is not
+    timed grown; a run of more rounds grows the stand-in to its own length at most."""
+    d = len(cancer.columns) + 1
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer, TINY)) == 0
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer, {"rounds": 7})) == 7
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer)) == (
+        aim_cost.GROWN_PER_ATTRIBUTE * d)
+    runs = []
+    real = aim.train
+
+    def spy(config, params, data, device, stop, grown=()):
+        runs.append(len(grown))
+        return real(config, params, data, device, stop, grown=grown)
+    monkeypatch.setattr(aim, "train", spy)
+    timed = aim_cost._calibrate(cancer, make_params("aim", cancer, TINY), cancer.n_train)
+    assert runs == [0] and "round_grown" not in timed

@@ -54,8 +54,18 @@ GROWN_PER_ATTRIBUTE = 2
 def _key(data, params, n_out: int, threads: int | None) -> tuple:
     shape = tuple((c.kind, len(c.categories or ()), c.bounds is None, c.mass is not None)
                   for c in data.columns)
-    return ("grown", shape, data.n_train, data.n_classes, params.degree, params.other_weight,
-            params.bins, params.iters, params.max_model_size, params.max_cells, n_out, threads)
+    return ("grown", _grown_count(data, params), shape, data.n_train, data.n_classes,
+            params.degree, params.other_weight, params.bins, params.iters,
+            params.max_model_size, params.max_cells, n_out, threads)
+
+
+def _grown_count(data, params) -> int:
+    """Marginals the grown stand-in measures first: GROWN_PER_ATTRIBUTE·d, never more
+    than the run's `rounds` (it cannot grow further); 0 — no grown timing — where the
+    young stand-in's PROBE_ROUNDS already cover the run (a tiny test run)."""
+    d = len(column_kinds.model_view(data).columns) + 1
+    count = min(GROWN_PER_ATTRIBUTE * d, params.rounds)
+    return count if count > PROBE_ROUNDS else 0
 
 
 def _calibrate(data, params, n_out: int) -> dict[str, float]:
@@ -68,17 +78,17 @@ def _calibrate(data, params, n_out: int) -> dict[str, float]:
     d = len(column_kinds.model_view(data).columns) + 1
     reset = _reset_peak()
     took = _stand_in_run(config, probe, fake)
-    grown = grown_cliques(fake, params, GROWN_PER_ATTRIBUTE * d, seed=0)
-    # the grown model's rounds are slow: one timed round after the untimed first
-    late = _stand_in_run(config, replace(probe, rounds=2), fake, grown)
     timed = range(2, PROBE_ROUNDS + 1)  # round 1 compiles JAX's programs: left out
     # measurements a timed round refits, on average: the one-way ones and its rounds so far
     held = d + statistics.fmean(timed)
-    return {"setup": took["setup"], "held": held,
-            "round": statistics.fmean(took["rounds"][t - 1] for t in timed),
-            "held_grown": d + len(grown) + 2, "round_grown": late["rounds"][1],
-            "final_iter": took["final_fit"] / PROBE_FINAL_ITERS, "sample": took["sample"],
-            "peak_gb": _peak_gb(reset)}  # the grown model's peak: nearer a run's
+    out = {"setup": took["setup"], "held": held,
+           "round": statistics.fmean(took["rounds"][t - 1] for t in timed),
+           "final_iter": took["final_fit"] / PROBE_FINAL_ITERS, "sample": took["sample"]}
+    grown = grown_cliques(fake, params, _grown_count(data, params), seed=0)
+    if grown:  # the grown model's rounds are slow: one timed round after the untimed first
+        late = _stand_in_run(config, replace(probe, rounds=2), fake, grown)
+        out.update(held_grown=d + len(grown) + 2, round_grown=late["rounds"][1])
+    return {**out, "peak_gb": _peak_gb(reset)}  # after the grown model: nearer a run's
 
 
 def _stand_in_run(config, probe, fake, grown: tuple = ()) -> dict:
