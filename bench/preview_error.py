@@ -13,7 +13,8 @@ real-data reference by then (the preview knows: it is not counted again).
         [--runs 2] [--param epochs=5] [--threads N] [--json out.json] [--tiny] [--rows 40000]
 
 `--dataset census`: bench/census.py's census-like table (`--rows` rows, its schema), as
-bench/tabular.py runs it. `--method` takes several methods (e.g. `aim marginals`): each
+bench/tabular.py runs it; `--dataset fair`: Fair's survey from the installed statsmodels
+with its code book as schema (bench/fair.py). `--method` takes several methods (e.g. `aim marginals`): each
 gets `--runs` runs. The training error (predicted vs measured train seconds) is printed
 beside the whole wait's.
 
@@ -90,10 +91,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dataset(name: str, root: Path, rows: int) -> tuple[str, dict | None]:
-    """(catalog name, data options): the census table is written into the store's folder."""
-    if name != "census":
+    """(catalog name, data options): the census or fair table is written into the store's
+    folder."""
+    if name not in ("census", "fair"):
         return name, None
     sys.path.insert(0, str(ROOT / "bench"))
+    if name == "fair":
+        from fair import LABEL, write as write_fair
+
+        csv, schema = write_fair(root / "fair.csv")
+        return "csv", {"path": str(csv), "label": LABEL, "schema": str(schema)}
     from census import write
 
     csv, schema = write(root / "census.csv", rows=rows, seed=0)

@@ -79,8 +79,8 @@ def test_the_advice_numeric_column_works_for_other_spellings(tmp_path):
 
 @pytest.mark.parametrize("bounds", [None, "2021-01-01:2021-12-31"])
 def test_a_run_on_dates_writes_dates_inside_the_bounds(tmp_path, bounds):
-    """Without public bounds the released ones are coarse (dp_bounds' grid is relative:
-    days since 1970 land in cells of years); public bounds keep every date inside them."""
+    """Without public bounds the released ones are coarser (240 records: dp_bounds' day
+    grid, tests/test_date_bounds.py); public bounds keep every date inside them."""
     _dates_csv(tmp_path / "d.csv")
     out = tmp_path / "run"
     options = ["--data-option", f"path={tmp_path / 'd.csv'}", "--data-option", "label=y"]

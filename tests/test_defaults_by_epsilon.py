@@ -66,6 +66,32 @@ def test_a_run_gets_the_defaults_for_its_own_epsilon(digits):
     assert registry.params_for(mine, digits).sigma == 77.0
 
 
+@pytest.mark.parametrize("max_steps", [100, 600])
+def test_a_users_max_steps_gets_the_sigma_that_spends_epsilon_in_them(max_steps):
+    """σ is calibrated to the steps the user asked for, not the default 300: the ε the
+    accountant reports for that σ over max_steps is the target (σ rounded up to 3
+    significant digits: within 1 %, never above)."""
+    p = Params.for_budget(FASHION, 10.0, 1e-5, {"max_steps": max_steps})
+    p = Params(**{**p.__dict__, "max_steps": max_steps})  # the registry lays it on top
+    steps, spent = _spent(p, 10.0, 1e-5, FASHION.n_train)
+    assert steps == max_steps
+    assert 0.99 * 10.0 <= spent <= 10.0
+    default = Params.for_budget(FASHION, 10.0, 1e-5)
+    assert (p.sigma < default.sigma) == (max_steps < default.max_steps)
+
+
+@pytest.mark.parametrize("max_steps", [50, 400])
+def test_the_registry_passes_the_users_settings_to_the_budget_defaults(digits, max_steps):
+    config = RunConfig(method="datalens", dataset="digits", epsilon=100.0,
+                       params={"max_steps": max_steps})
+    p = registry.params_for(config, digits)
+    steps, batch = accounting.schedule(config, p, digits.n_train)
+    assert p.max_steps == steps == max_steps
+    spent = accounting.spent_epsilon(steps=steps, top_k=p.top_k, sigma=p.sigma, batch=batch,
+                                     delta=config.delta)
+    assert 0.99 * config.epsilon <= spent <= config.epsilon
+
+
 def test_no_caller_builds_a_runs_params_without_its_budget():
     """A run's params come from registry.params_for (the defaults for its ε); a call of
     make_params on a config's params outside the registry would get ε-blind defaults."""

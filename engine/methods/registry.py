@@ -14,9 +14,11 @@ The checklist of a new method:
         Playground draws its widgets from these), with
           `for_data(dataset) -> Params`: defaults derived from the data's public shape
           (n_train, kind, image shape, columns), never from its name or values;
-          optionally `for_budget(dataset, epsilon, delta) -> Params`: the defaults for
-          the (ε, δ) asked (public too), so a larger ε never gets a worse default run
-          (default: `for_data`; `params_for` below is every caller's way in);
+          optionally `for_budget(dataset, epsilon, delta, settings) -> Params`: the
+          defaults for the (ε, δ) asked (public too), so a larger ε never gets a worse
+          default run, derived around the user's own `settings` (a dict of knob values,
+          possibly empty: DataLens calibrates σ to the user's max_steps) (default:
+          `for_data`; `params_for` below is every caller's way in);
           `validate(dataset) -> Params`: `engine.methods.knobs.check_knobs` plus the checks
           that depend on the data or on several fields; raises InputError;
       - `privacy_preview(config, params, data) -> dict`: what the app and CLI show before
@@ -127,28 +129,30 @@ def part_module(method: str, attr: str) -> ModuleType | None:
 
 
 def default_params(method: str, dataset, epsilon: float | None = None,
-                   delta: float | None = None):
+                   delta: float | None = None, settings: dict | None = None):
     """The method's defaults for this loaded dataset and, where the budget is given, for
-    that (ε, δ) (its `Params.for_budget`; ε and δ are public). Not validated: a method
-    that does not support the data says so in `validate`."""
+    that (ε, δ) and around the user's own `settings` (its `Params.for_budget`; ε, δ and
+    the settings are public): a user's max_steps changes the σ that spends ε in them.
+    The settings themselves are not applied here (make_params does). Not validated: a
+    method that does not support the data says so in `validate`."""
     params = get_method(method).Params
     if epsilon is None or delta is None or not hasattr(params, "for_budget"):
         return params.for_data(dataset)
-    return params.for_budget(dataset, float(epsilon), float(delta))
+    return params.for_budget(dataset, float(epsilon), float(delta), dict(settings or {}))
 
 
 def make_params(method: str, dataset, overrides: dict | None = None, *,
                 epsilon: float | None = None, delta: float | None = None):
     """The method's defaults for this dataset (for the budget, where given), updated with
     the user's overrides, validated."""
-    params = default_params(method, dataset, epsilon, delta)
-    known = {f.name for f in fields(params)}
+    known = {f.name for f in fields(get_method(method).Params)}
     unknown = set(overrides or {}) - known
     if unknown:
         raise InputError(
             f"unknown {method} parameter(s) {', '.join(sorted(unknown))}; "
             f"known: {', '.join(sorted(known))}."
         )
+    params = default_params(method, dataset, epsilon, delta, overrides)
     return replace(params, **(overrides or {})).validate(dataset)
 
 

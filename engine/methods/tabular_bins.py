@@ -28,12 +28,15 @@ def n_columns(data: Dataset) -> int:
 
 
 def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
-                   steps_per_octave: int | None = None) -> list[Column]:
+                   steps_per_octave: int | None = None,
+                   day_width: int | None = None) -> list[Column]:
     """The bins of every column, from public metadata only. A numeric column without
     public bounds is binned on bounds released for it (`released`: column index → (lo,
     hi), as AIM releases them) or else on dp_bounds' grid with `steps_per_octave` (its
     non-negative half for a column declared non-negative: the kind is public, and cells
-    below 0 would only hold noise that `enforce` then clips to exactly 0)."""
+    below 0 would only hold noise that `enforce` then clips to exactly 0); a date column
+    on dp_bounds' day grid of `day_width` days instead (the geometric grid's cells are
+    years wide at days since 1970)."""
     if data.kind == "image":
         edges = np.linspace(0.0, 1.0, bins + 1)
         return [Column(edges, bins)] * n_columns(data)
@@ -44,6 +47,9 @@ def public_columns(data: Dataset, bins: int, *, released: dict | None = None,
             out.append(Column(None, len(c.categories)))
         elif bounds is not None:
             out.append(Column(np.linspace(bounds[0], bounds[1], bins + 1), bins, floor=True))
+        elif c.date and day_width is not None:
+            edges = dp_bounds.day_grid(day_width)
+            out.append(Column(edges, len(edges) - 1, floor=True))
         elif steps_per_octave is not None:
             edges = dp_bounds.grid(steps_per_octave)
             if c.nonneg:

@@ -22,6 +22,12 @@ coarse-then-fine search over a public grid this mirrors):
   each side (the tails that stay under the threshold: clipping them loses records'
   information, a wider range only costs resolution), and when nothing clears even then,
   the edges of the heaviest merged cell.
+* Date columns (days since 1970-01-01, engine/data/dates.py) get a grid of their own:
+  the geometric one is relative (cells ≈ 19 % of the value), and 19 % of ≈ 19,000 days
+  is ten years. Their cells are whole days, `day_width` days wide (a public power of
+  two from n and σ), from 1900-01-01 to 2100-01-01 (`DAY_SPAN`; dates beyond fall in
+  the end cells), merged up to `DATE_MAX_MERGE` cells where a column is spread thin:
+  the released bounds are whole days.
 * Measured on breast_cancer's training records at DP-MERF's ε = 1 noise (σ = 91, n = 455,
   20 draws each): records inside the released bounds 44 % with the old power-of-two
   ladder (threshold 3σ, else the heaviest single bucket), 66 % now; columns with under
@@ -49,6 +55,13 @@ from engine.privacy.noise import gaussian_noise
 MAX_MERGE = 4  # grid cells merged at most before falling back to the heaviest
 FALSE_CELL = 0.01  # chance that noise alone puts a cell above the threshold, per column
 PAD = 1  # cells added beyond the outermost kept ones: the tails under the threshold
+# Date columns: the public calendar span of the day grid (days since 1970-01-01:
+# 1900-01-01 and 2100-01-01), the spread `day_width` is sized for, and how far cells merge.
+DAY_SPAN = (-25_567.0, 47_482.0)
+DATE_SPREAD_DAYS = 365.0  # a year of dates puts DATE_CELL_SIGMAS·σ records in a cell
+DATE_CELL_SIGMAS = 8.0
+DATE_MAX_WIDTH = 1024  # days: one cell at most ≈ 2.8 years before merging
+DATE_MAX_MERGE = 64  # cells merged at most (a column spread over decades)
 
 
 def columns_without_bounds(data) -> list[int]:
@@ -62,6 +75,24 @@ def grid(steps_per_octave: int) -> np.ndarray:
     fine = 2.0 ** (np.arange(-10 * steps_per_octave, 30 * steps_per_octave + 1)
                    / steps_per_octave)
     return np.concatenate([-fine[::-1], [0.0], fine])
+
+
+def day_width(n: int, noise_std: float) -> int:
+    """Days per cell of a date column's grid, from public n and σ: the smallest power of
+    two (≤ DATE_MAX_WIDTH) at which n records spread evenly over DATE_SPREAD_DAYS would
+    put DATE_CELL_SIGMAS·σ in each cell (a column spread wider merges cells, one spread
+    narrower keeps a cell's width of slack)."""
+    need = DATE_CELL_SIGMAS * noise_std * DATE_SPREAD_DAYS / max(n, 1)
+    width = 1
+    while width < need and width < DATE_MAX_WIDTH:
+        width *= 2
+    return width
+
+
+def day_grid(width: int) -> np.ndarray:
+    """Edges of whole-day cells `width` days wide over DAY_SPAN (public)."""
+    lo, hi = DAY_SPAN
+    return np.arange(lo, hi + width, width, dtype=np.float64)
 
 
 def steps_per_octave(n: int, noise_std: float) -> int:
@@ -107,8 +138,8 @@ def noise_floor(n_cells: int, noise_std: float) -> float:
     return max(_z(n_cells) * noise_std, 1.0)
 
 
-def bounds_from_counts(noisy: np.ndarray, noise_std: float,
-                       edges: np.ndarray = GRID) -> tuple[float, float]:
+def bounds_from_counts(noisy: np.ndarray, noise_std: float, edges: np.ndarray = GRID,
+                       max_merge: int = MAX_MERGE) -> tuple[float, float]:
     """One column's (lo, hi) from its noisy counts (post-processing, see the docstring)."""
     cells, merged = np.asarray(noisy, dtype=np.float64), 1
     while True:
@@ -116,7 +147,7 @@ def bounds_from_counts(noisy: np.ndarray, noise_std: float,
         if len(keep):
             lo_i, hi_i = max(keep[0] - PAD, 0), min(keep[-1] + 1 + PAD, len(edges) - 1)
             return float(edges[lo_i]), float(edges[hi_i])
-        if merged >= MAX_MERGE or len(cells) == 1:
+        if merged >= max_merge or len(cells) == 1:
             top = int(np.argmax(cells))
             return float(edges[top]), float(edges[top + 1])
         cells = np.bincount(np.arange(len(cells)) // 2, weights=cells)
@@ -124,9 +155,21 @@ def bounds_from_counts(noisy: np.ndarray, noise_std: float,
         merged *= 2
 
 
-def release_bounds(x_num: np.ndarray, *, noise_std: float) -> list[tuple[float, float]]:
+def release_bounds(x_num: np.ndarray, *, noise_std: float,
+                   dates=None) -> list[tuple[float, float]]:
     """Noisy grid histogram → per-column (lo, hi). `noise_std` = z · sensitivity; the
-    grid's resolution depends on the public n = len(x_num) and σ only."""
-    edges = grid(steps_per_octave(len(x_num), noise_std))
-    noisy = noisy_histogram(x_num, noise_std=noise_std, edges=edges)
-    return [bounds_from_counts(row, noise_std, edges) for row in noisy]
+    grid's resolution depends on the public n = len(x_num) and σ only. `dates`: per
+    column, whether it is a date column (public: the column's kind), binned on the day
+    grid instead. Each record still lands in one cell per column: the sensitivity holds."""
+    n = len(x_num)
+    dates = [bool(d) for d in (dates if dates is not None else [False] * x_num.shape[1])]
+    out: list = [None] * x_num.shape[1]
+    groups = ((grid(steps_per_octave(n, noise_std)), MAX_MERGE, [not d for d in dates]),
+              (day_grid(day_width(n, noise_std)), DATE_MAX_MERGE, dates))
+    for edges, merge, mine in groups:
+        cols = [j for j, m in enumerate(mine) if m]
+        if cols:
+            noisy = noisy_histogram(x_num[:, cols], noise_std=noise_std, edges=edges)
+            for j, row in zip(cols, noisy):
+                out[j] = bounds_from_counts(row, noise_std, edges, merge)
+    return out

@@ -5,7 +5,12 @@ stand-in table of the run's shape (engine/methods/stand_in.py: the same columns,
 classes, rows and workload; public random numbers, no record read, so no privacy cost)
 for PROBE_ROUNDS rounds without noise, and reads the seconds of each phase the run
 records (info["phase_seconds"]): the set-up and one-way fit, a round (selection,
-measurement, warm refit), the final fit per iteration, and the sampling. Cached on disk
+measurement, warm refit), the final fit per iteration, and the sampling. A round's time
+grows as the model grows (on the census bench table from 0.3 s to 8 s), which a young
+model's rounds cannot show (the preview was −67 % on that table): so the stand-in is
+timed twice, once young and once grown (GROWN_PER_ATTRIBUTE·d workload marginals
+measured before its rounds, within max_model_size, about a run's length), and a
+round's seconds are the line through the two timings, by measurements held. Cached on disk
 per machine and shape, re-timed when old or when the load changed, and never cached
 when the timing met a load spike (engine/store/cost_cache.py). Once this store has
 finished AIM runs on the data, their measured training seconds replace the timing (a
@@ -26,6 +31,8 @@ import statistics
 import threading
 from dataclasses import replace
 
+import numpy as np
+
 from engine.core.config import RunConfig
 from engine.data import column_kinds
 from engine.methods import stand_in
@@ -38,21 +45,54 @@ from engine.store import cost_cache
 _RATES = cost_cache.TimedCache("aim")  # on disk: engine/runs/cost_probe.py fills it
 PROBE_ROUNDS = 3  # rounds run on the stand-in (the first is not timed: JAX compiles)
 PROBE_FINAL_ITERS = 50  # final-fit iterations timed, scaled to the run's
+# The grown stand-in holds this many workload marginals per attribute before its timed
+# rounds: about as many as a run measures (census bench table, d = 12: 19–21 rounds at
+# ε = 1), so the line through the two timings is read between them, not far beyond.
+GROWN_PER_ATTRIBUTE = 2
 
 
 def _key(data, params, n_out: int, threads: int | None) -> tuple:
     shape = tuple((c.kind, len(c.categories or ()), c.bounds is None, c.mass is not None)
                   for c in data.columns)
-    return (shape, data.n_train, data.n_classes, params.degree, params.other_weight,
-            params.bins, params.iters, params.max_model_size, params.max_cells, n_out, threads)
+    return ("grown", _grown_count(data, params), shape, data.n_train, data.n_classes,
+            params.degree, params.other_weight, params.bins, params.iters,
+            params.max_model_size, params.max_cells, n_out, threads)
+
+
+def _grown_count(data, params) -> int:
+    """Marginals the grown stand-in measures first: GROWN_PER_ATTRIBUTE·d, never more
+    than the run's `rounds` (it cannot grow further); 0 — no grown timing — where the
+    young stand-in's PROBE_ROUNDS already cover the run (a tiny test run)."""
+    d = len(column_kinds.model_view(data).columns) + 1
+    count = min(GROWN_PER_ATTRIBUTE * d, params.rounds)
+    return count if count > PROBE_ROUNDS else 0
 
 
 def _calibrate(data, params, n_out: int) -> dict[str, float]:
-    """Phase seconds of a stand-in run of `data`'s shape (module docstring)."""
+    """Phase seconds of a stand-in run of `data`'s shape, young and grown (module
+    docstring)."""
     fake = stand_in.like(data, data.n_train)
     config = RunConfig(method="aim", dataset=fake.name, epsilon=math.inf, seed=0,
                        n_synthetic=n_out)
     probe = replace(params, rounds=PROBE_ROUNDS, final_iters=PROBE_FINAL_ITERS)
+    d = len(column_kinds.model_view(data).columns) + 1
+    reset = _reset_peak()
+    took = _stand_in_run(config, probe, fake)
+    timed = range(2, PROBE_ROUNDS + 1)  # round 1 compiles JAX's programs: left out
+    # measurements a timed round refits, on average: the one-way ones and its rounds so far
+    held = d + statistics.fmean(timed)
+    out = {"setup": took["setup"], "held": held,
+           "round": statistics.fmean(took["rounds"][t - 1] for t in timed),
+           "final_iter": took["final_fit"] / PROBE_FINAL_ITERS, "sample": took["sample"]}
+    grown = grown_cliques(fake, params, _grown_count(data, params), seed=0)
+    if grown:  # the grown model's rounds are slow: one timed round after the untimed first
+        late = _stand_in_run(config, replace(probe, rounds=2), fake, grown)
+        out.update(held_grown=d + len(grown) + 2, round_grown=late["rounds"][1])
+    return {**out, "peak_gb": _peak_gb(reset)}  # after the grown model: nearer a run's
+
+
+def _stand_in_run(config, probe, fake, grown: tuple = ()) -> dict:
+    """One stand-in run's phase seconds, its JAX programs compiled afresh."""
     # Most of a round is JAX compiling the model's new programs. A run meets them cold;
     # a timing after another (a retake after a spike, a second preview) would find them
     # compiled and time a round at a tenth (0.3 s against 2–5 s on the census table).
@@ -60,18 +100,44 @@ def _calibrate(data, params, n_out: int) -> dict[str, float]:
     import jax
 
     jax.clear_caches()
-    reset = _reset_peak()
     result = None
-    for event in aim.train(config, probe, fake, "cpu", threading.Event()):
+    for event in aim.train(config, probe, fake, "cpu", threading.Event(), grown=grown):
         result = event.result or result
-    took = result.info["phase_seconds"]
-    timed = range(2, PROBE_ROUNDS + 1)  # round 1 compiles JAX's programs: left out
-    rounds = [took["rounds"][t - 1] for t in timed]
-    # measurements a timed round refits, on average: the one-way ones and its rounds so far
-    held = len(column_kinds.model_view(data).columns) + 1 + statistics.fmean(timed)
-    return {"setup": took["setup"], "round": statistics.fmean(rounds), "held": held,
-            "final_iter": took["final_fit"] / PROBE_FINAL_ITERS, "sample": took["sample"],
-            "peak_gb": _peak_gb(reset)}
+    return result.info["phase_seconds"]
+
+
+def grown_cliques(data, params, count: int, seed: int = 0) -> tuple:
+    """`count` workload marginals of `data`'s shape (2-way and up, a seeded random order)
+    for the grown stand-in, each kept while the model's junction tree stays within
+    max_model_size MB; where none fits any more, the kept ones again (a run measures a
+    marginal more than once too). Public shape only."""
+    mbi = aim._mbi()
+    view = column_kinds.model_view(data)
+    disc = aim_plan.discretise(view, params.bins, {j: (0.0, 1.0) for j in
+                                                   dp_bounds.columns_without_bounds(view)})
+    domain = mbi.Domain(disc.names, disc.sizes)
+    order = [cl for cl in aim_plan.candidates(aim._workload(view, params)) if len(cl) > 1]
+    order = [order[i] for i in np.random.default_rng(seed).permutation(len(order))]
+    kept = [(a,) for a in disc.names]
+    for cl in order:
+        if len(kept) - len(disc.names) >= count:
+            break
+        if mbi.junction_tree.hypothetical_model_size(domain, kept + [cl]) <= params.max_model_size:
+            kept.append(cl)
+    chosen = kept[len(disc.names):]
+    return tuple(chosen[i % len(chosen)] for i in range(count)) if chosen else ()
+
+
+def per_round(timed: dict, held: float) -> float:
+    """Seconds of a round that refits `held` measurements: on the line through the young
+    and the grown stand-in's rounds (never below the faster of the two: a line fitted to
+    two timings may dip where it is read below both); a timing without the grown one
+    scales the young round in proportion to the measurements."""
+    if "round_grown" not in timed or timed["held_grown"] <= timed["held"]:
+        return timed["round"] * held / timed["held"]
+    slope = (timed["round_grown"] - timed["round"]) / (timed["held_grown"] - timed["held"])
+    return max(min(timed["round"], timed["round_grown"]),
+               timed["round"] + slope * (held - timed["held"]))
 
 
 def _reset_peak() -> bool:
@@ -140,14 +206,15 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
              else _RATES.get(key, lambda: _calibrate(data, params, n_out)))
     if timed is None:
         return {"estimated steps": n_rounds, cost_cache.BASIS_KEY: MEASURING}
-    # A round refits every measurement so far: its time grows with them (mirror descent
-    # and the model's sampling both run over the measured cliques), so the timed rounds
-    # are scaled to the run's mean number of measurements.
+    # A round refits every measurement so far: its time grows with them and with the
+    # model (mirror descent and the model's sampling both run over the measured cliques).
+    # Round t holds d + t measurements: with `per_round` linear in them, the run's mean
+    # round is the one at d + (T + 1) / 2.
     d = len(column_kinds.model_view(data).columns) + 1
-    per_round = timed["round"] * (d + (n_rounds + 1) / 2) / timed["held"]
-    seconds = (timed["setup"] + n_rounds * per_round
+    mean_round = per_round(timed, d + (n_rounds + 1) / 2)
+    seconds = (timed["setup"] + n_rounds * mean_round
                + params.final_iters * timed["final_iter"] + timed["sample"])
-    return cost_cache.correct({"estimated steps": n_rounds, "estimated s / round": per_round,
+    return cost_cache.correct({"estimated steps": n_rounds, "estimated s / round": mean_round,
                                "estimated seconds": float(seconds),
                                "estimated memory (GB)": timed["peak_gb"]},
                               config.method, config.dataset)

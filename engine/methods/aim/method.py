@@ -190,9 +190,13 @@ def _fit(mbi, domain, measurements, n: int, iters: int, warm=None):
                                                    iters=iters, warm_start=warm)
 
 
-def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event]:
+def train(config, params: Params, data: Dataset, device, stop, *,
+          grown: tuple = ()) -> Iterator[Event]:
     """Bounds (if needed), one-way marginals, then rounds until the budget is spent (or
-    `rounds` rounds without noise); `stop` is checked before each round."""
+    `rounds` rounds without noise); `stop` is checked before each round.
+    `grown` (timing only, engine/methods/aim/cost.py; without noise): cliques measured
+    with the one-way ones, so the rounds after meet a model as large as a late round of
+    a run does (and may grow it to max_model_size)."""
     t0 = time.perf_counter()
     mbi = _mbi()
     # A zero-inflated column's point mass is modelled as a flag column of its own, and
@@ -205,7 +209,8 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     private_cols = dp_bounds.columns_without_bounds(data)
     if private_cols:  # the only other read of the records: dp_bounds' noisy histogram
         got = dp_bounds.release_bounds(data.x_train[:, private_cols].astype(np.float64),
-                                       noise_std=budget.bounds_sigma)
+                                       noise_std=budget.bounds_sigma,
+                                       dates=[data.columns[j].date for j in private_cols])
         released_bounds = dict(zip(private_cols, got))
         releases.append(_gauss("numeric bounds histogram", budget.bounds_sensitivity,
                                budget.bounds_sigma))
@@ -223,6 +228,11 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
         y = _measure(answers[cl], sigma)
         measurements.append(mbi.LinearMeasurement(y, cl, stddev=sigma or 1.0))
         releases.append(_gauss("marginal", MARGINAL_SENSITIVITY, sigma, clique=cl))
+    if grown:
+        if budget.private:
+            raise ValueError("a grown model is for timing a stand-in without noise")
+        for cl in grown:
+            measurements.append(mbi.LinearMeasurement(answers[cl], cl, stddev=1.0))
     model = _fit(mbi, domain, measurements, n, params.iters)
     # Seconds per phase, the yields (the consumer's time) left out: engine/methods/aim/cost.py
     # times a stand-in run by these.
@@ -248,7 +258,7 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
             size_limit = params.max_model_size * rho_used / budget.rho
         else:
             last = t >= params.rounds
-            size_limit = params.max_model_size * t / params.rounds
+            size_limit = params.max_model_size * (1.0 if grown else t / params.rounds)
         pool = _small(mbi, candidates, model, size_limit)
         keys = list(pool)
         est = _estimates(model, keys, n, seed=config.seed + t)

@@ -113,13 +113,24 @@ class Params:
         return cls.derived(dataset.n_train, tuple(dataset.image_shape))
 
     @classmethod
-    def for_budget(cls, dataset, epsilon: float, delta: float) -> "Params":
-        """`for_data`'s defaults, with σ lowered where they would stop at `max_steps`
-        with budget left (`spending`). ε and δ are public."""
+    def for_budget(cls, dataset, epsilon: float, delta: float,
+                   settings: dict | None = None) -> "Params":
+        """`for_data`'s defaults, with σ (and β) lowered where they would stop at
+        `max_steps` with budget left (`spending`), computed with the user's own
+        `settings` (max_steps, top_k, teachers, batch, …) in place: a user who asks for
+        600 steps gets the σ that spends ε in 600, not the one for the default 300. A σ
+        the user set is theirs: nothing is calibrated. ε, δ and settings are public.
+        Returns the defaults only; the caller lays the settings on top (registry)."""
         base = cls.for_data(dataset)
-        if dataset.kind != "image" or dataset.image_shape is None or not math.isfinite(epsilon):
+        settings = dict(settings or {})
+        if (dataset.kind != "image" or dataset.image_shape is None
+                or not math.isfinite(epsilon) or "sigma" in settings):
             return base
-        return base.spending(epsilon, delta, dataset.n_train)
+        try:
+            tuned = replace(base, **settings).spending(epsilon, delta, dataset.n_train)
+        except (TypeError, ValueError, ZeroDivisionError, InputError):
+            return base  # settings the run's validation will refuse, with its message
+        return replace(base, sigma=tuned.sigma, beta=tuned.beta)
 
     def spending(self, epsilon: float, delta: float, n_train: int) -> "Params":
         """These settings with σ calibrated (engine.privacy.accountant) so that `max_steps`

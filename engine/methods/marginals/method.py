@@ -92,6 +92,13 @@ def grid_resolution(data: Dataset, params: Params, sigma_hist: float) -> int:
     return dp_bounds.steps_per_octave(data.n_train // rows, sigma_hist)
 
 
+def date_resolution(data: Dataset, params: Params, sigma_hist: float) -> int:
+    """dp_bounds' days per cell for date columns without public bounds, from the same
+    public figures as `grid_resolution`."""
+    rows = data.n_classes if params.conditional else 1
+    return dp_bounds.day_width(data.n_train // rows, sigma_hist)
+
+
 def record_codes(x: np.ndarray, columns: list[Column], data: Dataset) -> np.ndarray:
     """`bin_codes` of the model view's records, with -1 (no cell) for the value of a
     zero-inflated column where the record sits at the mass: its flag column carries that
@@ -160,7 +167,8 @@ def train(config, params: Params, data: Dataset, device, stop) -> Iterator[Event
     report = _calibrate(config, params, data)
     sigma_counts, sigma_hist = (r.sigma for r in report.releases)
     columns = public_columns(data, params.bins,
-                             steps_per_octave=grid_resolution(data, params, sigma_hist))
+                             steps_per_octave=grid_resolution(data, params, sigma_hist),
+                             day_width=date_resolution(data, params, sigma_hist))
     sizes = [c.size for c in columns]
     if stop is not None and stop.is_set():
         nothing = replace(report, epsilon_spent=0.0,
