@@ -32,6 +32,9 @@ def cancer():
 @pytest.fixture(autouse=True)
 def _fresh_store(monkeypatch, tmp_path):
     monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))  # a fresh timing cache, no finished run
+    # ... and none this process took for another test of the same shape (the suite's
+    # workers run many files in one process)
+    monkeypatch.setattr(aim_cost._RATES, "_d", {})
 
 
 def test_a_round_is_read_off_the_line_through_the_young_and_grown_timings():

@@ -6,6 +6,7 @@ Skipped when the system chromium is absent (never a browser download).
 """
 
 import os
+import re
 
 import pytest
 
@@ -78,7 +79,9 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
             owner = browser.new_context(viewport={"width": 1400, "height": 2200}).new_page()
             _start_study(owner, server)
             expect(owner.get_by_text("room-study", exact=False).first).to_be_visible(timeout=WAIT_MS)
-            expect(owner.get_by_text("· running")).to_be_visible(timeout=WAIT_MS)
+            # the study's header line (a trial picked below it says "· running" too)
+            expect(owner.get_by_text(re.compile(r"room-study · .*· running"))).to_be_visible(
+                timeout=WAIT_MS)
 
             # A reload is a new Streamlit session: the study goes on and is shown again.
             owner.reload(wait_until="domcontentloaded")
