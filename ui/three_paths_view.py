@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.facade import InputError, epsilon_words, public_study, three_paths
+from engine.facade import InputError, epsilon_words, studies, three_paths
 from ui.common import show_input_error
 
 
@@ -20,7 +20,7 @@ def _settings(s) -> str:
 
 def final_line(jm, name: str, objective: str) -> None:
     """Under the study's header: its one private run, or why there is none yet."""
-    fin = public_study.final_of(jm.manager, name)
+    fin = studies.final_of(jm.manager, name)
     if fin is None:
         return
     if fin["value"] is not None:

@@ -66,7 +66,7 @@ from engine.runs.pareto import front as pareto_front
 # Tune on public, spend privacy once: the stand-ins, a study's one private run, and the
 # three paths (tune on private, private search, tune on public) side by side.
 from engine.core.config import PUBLIC_DATASETS
-from engine.jobs import public_study, three_paths
+from engine.jobs import three_paths
 
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
@@ -97,7 +97,7 @@ __all__ = [
     "ledger_totals", "optuna_study", "study_names", "studies",
     "EPSILON_KNOB", "SECOND_TITLES", "SECONDS", "searched_epsilon", "IMPORTANCE_EVALUATORS",
     "IMPORTANCE_TITLES", "importance_plot", "PARETO_AXES", "PARETO_AXIS_TITLES", "pareto_front",
-    "PUBLIC_DATASETS", "public_study", "three_paths",
+    "PUBLIC_DATASETS", "three_paths",
     "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",

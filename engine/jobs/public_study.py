@@ -38,9 +38,11 @@ def final_pending(study) -> bool:
     return rec is None or not rec.status.terminal
 
 
-def run_final(study, stop: threading.Event | None = None) -> str | None:
-    """Queue the best trial's settings on the private dataset (once) and wait for the
-    run; its id, or None when there is none (see `final`'s "why")."""
+def run_final(study, sweep: str, stop: threading.Event | None = None) -> str | None:
+    """Queue the best trial's settings on the private dataset (once, in the study's
+    `sweep`) and wait for the run; its id, or None when there is none (see `final`'s
+    "why"). `study` is an engine.jobs.study.Study, which calls this: nothing here imports
+    it back."""
     spec, jm = study.spec, study.jm
     if not spec.tune_on or study.stop_requested():
         return None
@@ -54,10 +56,8 @@ def run_final(study, stop: threading.Event | None = None) -> str | None:
             study.study.set_user_attr(FINAL_WHY, "no trial on the public data finished with a "
                                                  "score, so there are no settings to run")
             return None
-        from engine.jobs.study import sweep_name
-
         try:
-            rid = jm.submit(spec.final_config(best.params), sweep=sweep_name(study.name),
+            rid = jm.submit(spec.final_config(best.params), sweep=sweep,
                             session=study.session)
         except InputError as err:  # the private dataset's cap, reached meanwhile
             study.study.set_user_attr(FINAL_WHY, str(err))
@@ -98,11 +98,3 @@ def final(study) -> dict[str, Any] | None:
         if rec.status.terminal and out["value"] is None and not out["why"]:
             out["why"] = rec.message or f"no {spec.objective} score"
     return out
-
-
-def final_of(jm, name: str) -> dict[str, Any] | None:
-    """`final` of the study `name` in jm's store (for the Tune board)."""
-    from engine.jobs.study import Study, load_spec
-
-    spec = load_spec(jm.store.root, name)
-    return None if spec is None else final(Study(spec, name, jm))

@@ -257,7 +257,7 @@ class Study:
             if self.spec.tune_on:  # then the one private run (engine/jobs/public_study.py)
                 from engine.jobs.public_study import run_final
 
-                run_final(self, stop)
+                run_final(self, sweep_name(self.name), stop)
         finally:  # a driver that ends, even by an error, lets another take over at once
             self.study.set_user_attr("driver", None)
         return self.result()

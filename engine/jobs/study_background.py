@@ -80,6 +80,15 @@ def resume(jm: JobManager, name: str) -> bool:
         return True
 
 
+def final_of(jm: JobManager, name: str) -> dict | None:
+    """A tune-on study's one private run as the board shows it (engine/jobs/public_study.py
+    `final`); None for an ordinary study or an unknown name."""
+    from engine.jobs.public_study import final
+
+    spec = load_spec(jm.store.root, name)
+    return None if spec is None else final(Study(spec, name, jm))
+
+
 def error(jm: JobManager, name: str) -> str | None:
     return _errors.get(_key(jm, name))
 

@@ -31,10 +31,10 @@ def is_epsilon(name: str) -> bool:
     return name.strip().lower() in (EPSILON_KNOB, "eps", "ε")
 
 
-def epsilon_range(body: str):
-    """'0.3:3:log' (or '0.3:3', or choices '0.5,1,2') → a KnobRange named epsilon, inside
-    the budgets a run can have (engine/core/config.py)."""
-    from engine.runs.study_space import KnobRange
+def epsilon_range(body: str) -> dict[str, Any]:
+    """'0.3:3:log' (or '0.3:3', or choices '0.5,1,2') → the fields of a KnobRange named
+    epsilon (study_space builds it: this module stays below it), inside the budgets a run
+    can have (engine/core/config.py)."""
 
     def number(text: str) -> float:
         try:
@@ -56,11 +56,11 @@ def epsilon_range(body: str):
         if not lo < hi:
             raise InputError(f"epsilon: the range's low end must be below its high end. "
                              f"Got {lo:g}:{hi:g}.")
-        return KnobRange(EPSILON_KNOB, "float", lo=lo, hi=hi, log=log, help=EPSILON_HELP)
+        return dict(name=EPSILON_KNOB, kind="float", lo=lo, hi=hi, log=log, help=EPSILON_HELP)
     values = tuple(dict.fromkeys(number(v) for v in body.split(",") if v.strip()))
     if len(values) < 2:
         raise InputError("epsilon: give two or more values (or a range lo:hi) to search.")
-    return KnobRange(EPSILON_KNOB, "choice", choices=values, help=EPSILON_HELP)
+    return dict(name=EPSILON_KNOB, kind="choice", choices=values, help=EPSILON_HELP)
 
 
 def searched_epsilon(knobs) -> Any:

@@ -153,7 +153,7 @@ def parse_knob(text: str, specs: dict) -> KnobRange:
     from engine.runs.study_objectives import epsilon_range, is_epsilon
 
     if is_epsilon(name):  # the run's budget, searched: each trial at its own ε
-        return epsilon_range(body)
+        return KnobRange(**epsilon_range(body))
     spec = specs.get(name)
     if spec is None:
         raise InputError(f"unknown knob {name!r}; this method's knobs are "
