@@ -60,6 +60,18 @@ def _own_store_home(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture
+def cancer():
+    """breast_cancer's first four columns: a table small enough for AIM's cost tests."""
+    from dataclasses import replace
+
+    from engine.data.catalog import load
+
+    data = load("breast_cancer")
+    return replace(data, x_train=data.x_train[:, :4], x_test=data.x_test[:, :4],
+                   columns=data.columns[:4])
+
+
 @pytest.fixture(scope="session")
 def breast_cancer():
     from engine.data.catalog import load

@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 
 from engine.core.config import RunConfig
-from engine.data.catalog import load
 from engine.methods import stand_in
 from engine.methods.aim import cost as aim_cost
 from engine.methods.aim import method as aim
@@ -20,13 +19,6 @@ TINY = {"bins": 2, "iters": 5, "final_iters": 20, "rounds": 3}
 YOUNG = {"setup": 2.0, "round": 0.5, "held": 6.0, "final_iter": 0.01, "sample": 1.0,
          "peak_gb": 1.5}
 GROWN = {**YOUNG, "held_grown": 16.0, "round_grown": 3.0}  # 0.25 s more per measurement
-
-
-@pytest.fixture
-def cancer():
-    data = load("breast_cancer")
-    return replace(data, x_train=data.x_train[:, :4], x_test=data.x_test[:, :4],
-                   columns=data.columns[:4])
 
 
 @pytest.fixture(autouse=True)

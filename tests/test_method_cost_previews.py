@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from engine.core.config import RunConfig
-from engine.data.catalog import load
 from engine.methods import preview as previews
 from engine.methods.aim import cost as aim_cost
 from engine.methods.aim import method as aim
@@ -22,13 +21,6 @@ pytest.importorskip("mbi")
 AIM_TINY = {"bins": 2, "iters": 5, "final_iters": 20, "rounds": 3}
 PHASES = {"setup": 2.0, "round": 0.5, "held": 6.0, "final_iter": 0.01, "sample": 1.0,
           "peak_gb": 1.5}
-
-
-@pytest.fixture
-def cancer():
-    data = load("breast_cancer")
-    return replace(data, x_train=data.x_train[:, :4], x_test=data.x_test[:, :4],
-                   columns=data.columns[:4])
 
 
 @pytest.fixture(autouse=True)
