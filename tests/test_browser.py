@@ -233,7 +233,9 @@ def test_a_reload_keeps_my_run_and_only_i_can_stop_it(server, tmp_path):
         try:
             me = browser.new_context(viewport={"width": 1400, "height": 2000})
             page = me.new_page()
-            page.goto(f"{server}/?dpmerf_epochs=400", wait_until="domcontentloaded")
+            # a run that cannot end before the test stops it, however slowly the browser
+            # steps go (400 epochs ended first once, with the suite on two workers)
+            page.goto(f"{server}/?dpmerf_epochs=40000", wait_until="domcontentloaded")
             train = page.locator(".st-key-pg_train button")
             expect(train).to_be_enabled(timeout=WAIT_MS)
             train.click()
