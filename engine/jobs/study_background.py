@@ -15,6 +15,7 @@ import threading
 
 from engine.core.errors import InputError
 from engine.jobs.manager import JobManager, NotOwner, may_control
+from engine.jobs.public_study import final, final_pending
 from engine.jobs.study import Study, StudyResult, load_spec
 from engine.runs.study_space import StudySpec
 
@@ -71,8 +72,7 @@ def resume(jm: JobManager, name: str) -> bool:
             return False
         study = Study(spec, name, jm, session=None)
         res = study.result()
-        from engine.jobs.public_study import final_pending  # a tune-on study's private run
-
+        # a tune-on study is unfinished until its one private run is
         if res.stopped or (len(res.done) >= spec.trials and not final_pending(study)):
             return False
         study.session = study.owner  # its runs stay the owner's
@@ -83,8 +83,6 @@ def resume(jm: JobManager, name: str) -> bool:
 def final_of(jm: JobManager, name: str) -> dict | None:
     """A tune-on study's one private run as the board shows it (engine/jobs/public_study.py
     `final`); None for an ordinary study or an unknown name."""
-    from engine.jobs.public_study import final
-
     spec = load_spec(jm.store.root, name)
     return None if spec is None else final(Study(spec, name, jm))
 
