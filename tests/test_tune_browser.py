@@ -16,9 +16,10 @@ from test_browser import ARGS, CHROMIUM, WAIT_MS, _pick
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"{CHROMIUM} is absent (install the chromium package)")
 
-# Grid over 2 × 2 choices: four trials, each a different point. One or two epochs of a
-# small embedding keep a trial to seconds of training.
-RANGES = {"epochs": "1,2", "n_features": "100,200"}
+# Grid over 2 × 2 choices: four trials, each a different point. A small embedding keeps
+# a trial to seconds of training; 300–600 epochs keep the study running while a second
+# browser opens the page and tries its Stop (1–2 epochs ended first on a busy machine).
+RANGES = {"epochs": "300,600", "n_features": "100,200"}
 
 
 @pytest.fixture
@@ -83,11 +84,8 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
             expect(owner.get_by_text(re.compile(r"room-study · .*· running"))).to_be_visible(
                 timeout=WAIT_MS)
 
-            # A reload is a new Streamlit session: the study goes on and is shown again.
-            owner.reload(wait_until="domcontentloaded")
-            expect(owner.get_by_text("room-study", exact=False).first).to_be_visible(timeout=WAIT_MS)
-
-            # Another participant sees the study but Stop is refused: not theirs.
+            # Another participant sees the study but Stop is refused: not theirs. First,
+            # while the study surely runs (its Stop shows only then).
             stranger = browser.new_context(viewport={"width": 1400, "height": 2200}).new_page()
             stranger.goto(f"{server}/tune", wait_until="domcontentloaded")
             stop = stranger.get_by_role("button", name="Stop the study")
@@ -95,6 +93,10 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
             stop.click()
             expect(stranger.get_by_text("belongs to another participant")).to_be_visible(
                 timeout=WAIT_MS)
+
+            # A reload is a new Streamlit session: the study goes on and is shown again.
+            owner.reload(wait_until="domcontentloaded")
+            expect(owner.get_by_text("room-study", exact=False).first).to_be_visible(timeout=WAIT_MS)
 
             expect(owner.get_by_text("4 of 4 trial(s) done")).to_be_visible(timeout=WAIT_MS)
             expect(owner.get_by_text("· stopped")).to_have_count(0)
@@ -105,6 +107,6 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
                     if r.sweep == "study:room-study"]
             assert len(runs) == 4 and {r.status.value for r in runs} == {"finished"}
             settings = {(r.config.params["epochs"], r.config.params["n_features"]) for r in runs}
-            assert settings == {(1, 100), (1, 200), (2, 100), (2, 200)}
+            assert settings == {(300, 100), (300, 200), (600, 100), (600, 200)}
         finally:
             browser.close()
