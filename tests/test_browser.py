@@ -469,6 +469,11 @@ def test_a_room_of_strangers(tmp_path):
             col = b.get_by_test_id("stColumn").filter(has=b.locator(f".st-key-runs_name_{rid}"))
             expect(col.get_by_test_id("stMetric")).to_have_count(0)  # no scores on real records
             expect(b.get_by_text("vs real data")).to_have_count(0)
+            # The buttons stream in after the column's metrics: wait for the last one, so
+            # the count below reads a drawn column (it read none once, with the suite on two
+            # workers).
+            expect(b.get_by_role("button", name="⬇ metrics.json")).to_be_visible(
+                timeout=WAIT_MS)
             downloads = {}
             for name in ("config.json", "metrics.json"):
                 button = b.get_by_role("button", name=f"⬇ {name}")

@@ -97,8 +97,14 @@ class TimedCache:
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
         return timings_dir() / f"{self.name}-{digest}.json"
 
+    def _memo(self, key: Any) -> Any:
+        """The in-memory key: a named cache's timings belong to one store's folder, so a
+        process that is pointed at another store (DPSYNTH_RUNS) never serves the first
+        store's figures from memory."""
+        return key if self.name is None else (str(timings_dir()), key)
+
     def _hit(self, key: Any) -> tuple[Any, float, float, bool] | None:
-        hit = self._d.get(key)
+        hit = self._d.get(self._memo(key))
         if self.name is None:
             return hit
         try:
@@ -133,7 +139,7 @@ class TimedCache:
     def put(self, key: Any, value: Any, *, spiked: bool = False) -> None:
         """Keep `value`; a `spiked` one is kept as stale (shown, never served as fresh)."""
         entry = (value, _clock(), _load(), spiked)
-        self._d[key] = entry
+        self._d[self._memo(key)] = entry
         if self.name is not None:  # written whole, then renamed: readers never see half
             path = self._path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
