@@ -118,7 +118,7 @@ def main(args) -> int:
         left = spec.trials - len(study.result().done)
         queued = [r.config for r in jm.store.active_runs() if r.status == RunStatus.QUEUED]
         _say(f"study {name}: {spec.base.method} on {spec.base.dataset}"
-             + (f" (trials on {spec.tune_on}, public)" if spec.tune_on else "")
+             + (f" (trials on {spec.tune_on_words}, public)" if spec.tune_on else "")
              + f" {tune_report.epsilon_words(spec)}, {spec.sampler}, {left} of {spec.trials} "
              "trial(s) to go; "
              + "; ".join(k.words() for k in spec.knobs))
@@ -155,7 +155,7 @@ def main(args) -> int:
     if final is not None:
         got = f"{final['value']:.4f}" if final["value"] is not None else \
             f"none ({final['why'] or final['status']})"
-        _say(f"private run on {final['dataset']} with the best settings of {spec.tune_on} "
+        _say(f"private run on {final['dataset']} with the best settings of {spec.tune_on_words} "
              f"(trial {final['trial']}): {spec.objective} {got} (run {final['run_id']})")
     _say(f"defaults at ε = {spec.base.epsilon:g}: "  # with ε searched, not the trials' ε
          f"{'%.4f' % default if default is not None else 'unknown'} ({source})")

@@ -85,7 +85,7 @@ def final(study) -> dict[str, Any] | None:
     attrs = _attrs(study)
     rid = attrs.get(FINAL)
     rec = study.jm.store.get_run(rid) if rid else None
-    out = {"tune_on": spec.tune_on, "dataset": spec.base.dataset, "epsilon": spec.base.epsilon,
+    out = {"tune_on": spec.tune_on_words, "dataset": spec.base.dataset, "epsilon": spec.base.epsilon,
            "run_id": rid, "trial": attrs.get(FINAL_TRIAL), "why": attrs.get(FINAL_WHY),
            "status": None if rec is None else rec.status.value, "value": None,
            "params": None if rec is None else

@@ -187,6 +187,12 @@ class Study:
             directions=directions(spec.direction, spec.second), sampler=sampler(spec))
         stored = self.study.user_attrs.get("spec")
         if stored is None:
+            if spec.tune_on:  # checked again here, the boundary, however the spec was built:
+                # a user's file must be the starter's own and marked public
+                from engine.runs.public_tuning import check_tune_on
+
+                check_tune_on(spec.base, spec.tune_on, spec.tune_on_options,
+                              root=jm.store.root, owner=session)
             self.study.set_user_attr("spec", spec.to_dict())
             self.study.set_user_attr("session", session)
         elif stored != json.loads(dumps(spec.to_dict())):  # as stored: tuples are lists

@@ -68,7 +68,7 @@ def measure(jm: JobManager, name: str, *, paths=("c", "a", "b"), session: str | 
         if path == "c":
             study.run(stop=stop)
         elif path == "a":
-            Study(replace(spec, tune_on=None), companion(name, "a"), jm,
+            Study(replace(spec, tune_on=None, tune_on_options=None), companion(name, "a"), jm,
                   session=session).run(stop=stop)
         elif path == "b":
             rid = study.study.user_attrs.get(SEARCH_RUN)
@@ -139,7 +139,7 @@ def rows(jm: JobManager, name: str) -> list[dict[str, Any]]:
                                                 f"{spec.trials} public trials done"
             row.update(value=fin.get("value"), settings=fin.get("params"),
                        note=fin.get("why") or f"settings of the best of {spec.trials} trials "
-                                              f"on {spec.tune_on}")
+                                              f"on {spec.tune_on_words}")
         out.append(row)
     return out
 

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.store import db as store_db
+from engine.store import uploads
 from engine.core.config import FILE_DATASETS, PUBLIC_DATASETS, SAME_RECORDS, RunConfig
 from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps, jsonable
@@ -86,9 +87,9 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
 def dataset_id(config: RunConfig) -> DatasetId | None:
     """The records a run touches; None when its file cannot be read (the loader then
     refuses the run with its own message) or its records are declared public
-    (PUBLIC_DATASETS: no charge, no cap). digits_private is charged as digits: its
-    records are half of digits' (SAME_RECORDS)."""
-    if config.dataset in PUBLIC_DATASETS:
+    (PUBLIC_DATASETS, or an upload its owner marked public: no charge, no cap).
+    digits_private is charged as digits: its records are half of digits' (SAME_RECORDS)."""
+    if declared_public(config):
         return None  # declared public: nothing to charge, nothing to cap
     if config.dataset not in FILE_DATASETS:
         key = SAME_RECORDS.get(config.dataset, config.dataset)
@@ -102,6 +103,15 @@ def dataset_id(config: RunConfig) -> DatasetId | None:
     name = re.sub(r"^[0-9a-f]{12}-", "", path.name)  # the Playground's upload prefix
     return DatasetId(f"{config.dataset}:{digest[:16]}",
                      f"{name} ({config.dataset} file, sha256 {digest[:12]})", False)
+
+
+def declared_public(config: RunConfig) -> bool:
+    """Are the run's records declared public: a built-in stand-in (PUBLIC_DATASETS), or
+    a user's file its uploader marked public (engine/store/uploads.mark_public)?"""
+    if config.dataset in PUBLIC_DATASETS:
+        return True
+    return config.dataset in FILE_DATASETS and \
+        uploads.is_public((config.data_options or {}).get("path"))
 
 
 # ------------------------------------------------------------------------- the ledger

@@ -173,4 +173,4 @@ def study_preview(spec: StudySpec, *, root: str | Path, slots: int, pending=(),
                         memory_gb=None if cost is None else cost.memory_gb, ledger=forecast,
                         private_epsilon=priv, private_candidate_epsilon=cand,
                         private_ledger_after=after, private_mean=mean, top_epsilon=top,
-                        tune_on=spec.tune_on)
+                        tune_on=spec.tune_on_words)

@@ -86,14 +86,27 @@ class StudySpec:
     direction: str = "maximize"
     second: str | None = None  # a second objective, "seconds" or "epsilon" (minimised)
     # A public stand-in the trials run on instead (engine/runs/public_tuning.py): then
-    # the best settings get one run on base.dataset, the only one charged.
+    # the best settings get one run on base.dataset, the only one charged. A user's file
+    # marked public is "csv" or "npz" with its path (and label) in tune_on_options.
     tune_on: str | None = None
+    tune_on_options: dict | None = None
 
     def config_for(self, values: dict[str, Any]) -> RunConfig:
         """A trial's run: the base with the sampled knob values (on `tune_on` if set; a
         searched ε is the run's own budget, not a method knob: engine/runs/study_objectives.py)."""
+        from engine.runs.public_tuning import trial_config
+
         config = self.final_config(values)
-        return replace(config, dataset=self.tune_on, data_options={}) if self.tune_on else config
+        return trial_config(config, self.tune_on, self.tune_on_options) if self.tune_on \
+            else config
+
+    @property
+    def tune_on_words(self) -> str | None:
+        """The stand-in as the board and the CLI name it (a file by the name it was
+        uploaded under); None for a study on its private data."""
+        from engine.runs.public_tuning import tune_on_words
+
+        return tune_on_words(self.tune_on, self.tune_on_options) if self.tune_on else None
 
     def final_config(self, values: dict[str, Any]) -> RunConfig:
         """The run on base.dataset with these knob values (a tune-on study's private run)."""
@@ -124,7 +137,8 @@ class StudySpec:
              "direction": self.direction}
         # only when set: a study stored before second objectives or tune_on still matches
         return {**d, **({"second": self.second} if self.second else {}),
-                **({"tune_on": self.tune_on} if self.tune_on else {})}
+                **({"tune_on": self.tune_on} if self.tune_on else {}),
+                **({"tune_on_options": self.tune_on_options} if self.tune_on_options else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "StudySpec":
@@ -132,7 +146,8 @@ class StudySpec:
                       for k in d["knobs"])
         return cls(base=RunConfig.from_dict(d["base"]), knobs=knobs, trials=int(d["trials"]),
                    sampler=d["sampler"], objective=d["objective"], direction=d["direction"],
-                   second=d.get("second"), tune_on=d.get("tune_on"))
+                   second=d.get("second"), tune_on=d.get("tune_on"),
+                   tune_on_options=d.get("tune_on_options"))
 
 
 def _number(text: str, kind: str, name: str):
@@ -191,8 +206,12 @@ def parse_knob(text: str, specs: dict) -> KnobRange:
 
 def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: str,
                objective: str = DEFAULT_OBJECTIVE, direction: str | None = None,
-               second: str | None = None, tune_on: str | None = None) -> StudySpec:
-    """Check a whole request; raise InputError for the first thing wrong."""
+               second: str | None = None, tune_on: str | None = None,
+               tune_on_options: dict | None = None, root=None,
+               owner: str | None = None) -> StudySpec:
+    """Check a whole request; raise InputError for the first thing wrong. A user's file
+    to tune on ("csv"/"npz", its path in `tune_on_options`) is checked against the
+    store at `root` and its uploader `owner` (engine/runs/public_tuning.check_tune_on)."""
     from engine.methods.knobs import knob_specs
     from engine.methods.registry import get_method
     from engine.runs.study_objectives import check_second
@@ -201,7 +220,8 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
     if tune_on:  # a public stand-in of the same kind, not the private dataset itself
         from engine.runs.public_tuning import check_tune_on
 
-        check_tune_on(base, tune_on)
+        tune_on_options = check_tune_on(base, tune_on, tune_on_options, root=root,
+                                        owner=owner) or None
     if sampler not in SAMPLERS:
         raise InputError(f"sampler must be one of {', '.join(SAMPLERS)}. Got {sampler!r}.")
     if not knob_texts:
@@ -234,7 +254,8 @@ def build_spec(base: RunConfig, knob_texts: list[str], *, trials: int, sampler: 
                          f"Got {direction!r}.")
     return StudySpec(base=base, knobs=knobs, trials=trials, sampler=sampler,
                      objective=objective, direction=direction,
-                     second=check_second(second, knobs, sampler), tune_on=tune_on or None)
+                     second=check_second(second, knobs, sampler), tune_on=tune_on or None,
+                     tune_on_options=tune_on_options if tune_on else None)
 
 
 def default_direction(objective: str) -> str:

@@ -10,6 +10,15 @@ owner's tab is closed. The file goes when the last run that uses it is deleted
 Privacy assumption: the file is the participant's private data. Its path and name are
 shown to its owner and an instructor only (engine/jobs/visibility.py); the server's account
 can read it, as it can read every run.
+
+Its owner may instead declare it **public** (`mark_public`): its records then get no
+privacy protection, and the ledger neither charges nor caps a run on it
+(engine/privacy/ledger.dataset_id), so a study may tune on it for free
+(engine/runs/public_tuning.py). The mark is an empty file of the same name in the owner
+folder's `.public/` (a folder, so `files_of` never lists it), beside the file it marks, so
+the ledger can tell from a run's path alone. It is for good: runs made while the file was
+public were not charged and cannot be charged after the fact, so there is no unmarking;
+deleting the file deletes its mark.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from engine.core.errors import InputError
 
 MAX_UPLOAD_MB = 50  # stated on the upload widget before a file is chosen
 UPLOADS = "uploads"
+PUBLIC_MARKS = ".public"  # inside an owner folder: one empty file per upload marked public
 
 
 def owner_folder(root, owner: str) -> Path:
@@ -69,6 +79,41 @@ def files_of(root, owner: str) -> list[Path]:
     return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
+def owns(root, owner: str | None, path: str | Path | None) -> bool:
+    """Is `path` one of `owner`'s uploads in this store?"""
+    if not owner or not path:
+        return False
+    try:
+        p = Path(path).resolve()
+        return p.is_file() and p.parent == owner_folder(root, owner).resolve()
+    except OSError:
+        return False
+
+
+def _mark(path: str | Path) -> Path:
+    p = Path(path)
+    return p.parent / PUBLIC_MARKS / p.name
+
+
+def mark_public(root, owner: str | None, path: str | Path) -> None:
+    """The owner declares their file public: from now on no run on it is charged (its
+    records get no privacy protection). Only the uploader may; for good (see above)."""
+    if not owns(root, owner, path):
+        raise InputError("only the participant who uploaded a file can mark it public.")
+    mark = _mark(Path(path).resolve())
+    mark.parent.mkdir(exist_ok=True, mode=0o700)
+    mark.touch()
+
+
+def is_public(path: str | Path | None) -> bool:
+    """Has this uploaded file been marked public by its owner? (Only files in an upload
+    folder can be: a path outside `<root>/uploads/<owner>/` is never public.)"""
+    if not path:
+        return False
+    p = Path(path)
+    return p.parent.parent.name == UPLOADS and _mark(p).is_file()
+
+
 def display_name(path: str | Path) -> str:
     """The name the owner gave the file (without the content-hash prefix)."""
     return re.sub(r"^[0-9a-f]{12}-", "", Path(path).name)
@@ -81,6 +126,7 @@ def delete(root, owner: str, path: str | Path) -> None:
     if p.parent != owner_folder(root, owner).resolve():
         raise InputError("only the participant who uploaded a file can delete it.")
     p.unlink(missing_ok=True)
+    _mark(p).unlink(missing_ok=True)
 
 
 def forget_if_unused(root, path: str | Path | None, configs) -> bool:
@@ -94,4 +140,5 @@ def forget_if_unused(root, path: str | Path | None, configs) -> bool:
         if other and Path(str(other)).resolve() == target:
             return False
     target.unlink(missing_ok=True)
+    _mark(target).unlink(missing_ok=True)
     return True
