@@ -14,6 +14,7 @@ from engine.facade import (EPSILON_KNOB, MAX_KNOBS, PUBLIC_DATASETS, SAMPLERS, S
 from ui.choices import EPSILON_CHOICES, epsilon_label
 from ui.common import dataset_infos, jobs, load_dataset, method_title, show_input_error
 from ui.knobs import widgets
+from ui.public_file_view import kind_file, public_files, stand_in_name
 from ui.tune_view import board
 
 st.title("Tune")
@@ -54,10 +55,13 @@ name = d5.text_input("study name", key="tune_name", placeholder="empty: tune-<da
 kind = {d["name"]: d["kind"] for d in dataset_infos()}
 stand_ins = [d for d in PUBLIC_DATASETS if d in avail and kind[d] == kind[dataset]
              and dataset not in PUBLIC_DATASETS]
+if dataset not in PUBLIC_DATASETS:  # the participant's own files, once marked public
+    stand_ins += public_files(root, jm.session, kind[dataset])
 tune_on = st.selectbox("trials run on", [None, *stand_ins], key="tune_on",
                        format_func=lambda d: f"{dataset} itself (every trial charged)" if d is None
-                       else f"{d}, public (not charged), then one run on {dataset}",
+                       else f"{stand_in_name(d)}, public (not charged), then one run on {dataset}",
                        disabled=not stand_ins)
+file_on = tune_on not in (None, *PUBLIC_DATASETS)  # a path: the user's file marked public
 
 spec = None
 if texts:
@@ -65,7 +69,10 @@ if texts:
         spec = build_study_spec(RunConfig(method=method, dataset=dataset, epsilon=parse_epsilon(eps),
                                           device="cpu").validate(),
                                 texts, trials=trials, sampler=sampler, objective=objective,
-                                second=second, tune_on=tune_on)
+                                second=second,
+                                tune_on=kind_file(tune_on) if file_on else tune_on,
+                                tune_on_options={"path": tune_on} if file_on else None,
+                                root=root, owner=jm.session)
         queued = [r.config for r in jm.store.active_runs() if r.status.value == "queued"]
         seen = study_preview(spec, root=root, slots=jm.slots, pending=queued, data=data,
                              wait=False)

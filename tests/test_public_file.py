@@ -150,3 +150,32 @@ def test_a_public_file_is_never_charged_and_the_private_run_once(people):
     assert digits["dataset"] == "digits" and [r["run_id"] for r in digits["runs"]] == [fin["run_id"]]
     assert digits["epsilon"] == pytest.approx(1.0, rel=0.05)
     assert fin["tune_on"] == "pub.npz (a npz file marked public)"
+
+
+def test_the_tune_page_marks_an_upload_public_and_offers_it(runs_root):
+    """The owner's NPZ is listed with its "public" checkbox (another participant's is not
+    listed); ticked, it is marked for good and offered as the study's stand-in."""
+    from apptest import open_app
+
+    at = open_app()
+    me = identity.owner_key(runs_root, at.session_state["owner_session"])
+    mine = uploads.save(runs_root, me, "mine.npz", _npz())
+    theirs = uploads.save(runs_root, identity.owner_key(runs_root, "else"), "theirs.npz", _npz(n=61))
+    at = at.switch_page("pages/tune.py").run()
+    at.selectbox(key="tune_dataset").set_value("digits_private").run()
+    assert not at.exception
+    assert not any("mine.npz" in o for o in at.selectbox(key="tune_on").options)
+    box = at.checkbox(key=f"tune_public_{mine.name}")
+    assert not box.value and "no privacy protection" in box.label
+    assert not any(c.key == f"tune_public_{theirs.name}" for c in at.checkbox)
+    box.check().run()
+    assert uploads.is_public(mine) and not uploads.is_public(theirs)
+    assert at.checkbox(key=f"tune_public_{mine.name}").disabled  # for good
+    offered = at.selectbox(key="tune_on")
+    assert any("mine.npz (your file), public (not charged)" in o for o in offered.options)
+    offered.set_value(str(mine)).run()
+    at.multiselect(key="tune_knobs").set_value(["lr"]).run()
+    at.text_input(key="tune_range_lr").set_value("1e-3:1e-1:log").run()
+    assert not at.exception and not at.error
+    assert "run on mine.npz (a npz file marked public), public" in " ".join(m.value for m in at.markdown)
+    assert not at.button(key="tune_start").disabled

@@ -9,7 +9,7 @@ import math
 import streamlit as st
 
 from engine.facade import (INFINITE_WORDS, PUBLIC_DATASETS, PUBLIC_NOTE, InputError, Ledger,
-                           RunConfig, epsilon_words, visibility)
+                           RunConfig, declared_public, epsilon_words, visibility)
 from ui.common import runs_root
 
 
@@ -27,6 +27,9 @@ def budget_line(config: RunConfig, reusable=None) -> str | None:
         if config.dataset in PUBLIC_DATASETS:  # a stand-in declared public: nothing spent
             st.info(f"**{config.dataset} is declared public**: runs on it are not charged "
                     "to any dataset's budget (a stand-in to tune on).", icon="🧾")
+        elif declared_public(config):  # the user's own file, marked public on Tune
+            st.info("**You marked this file public**: its records get no privacy "
+                    "protection, and runs on it are not charged to any budget.", icon="🧾")
         return None
     if f.refused:
         found = reusable() if reusable is not None else None

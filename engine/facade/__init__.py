@@ -70,7 +70,8 @@ from engine.jobs import three_paths
 
 # Privacy: the accountant, risk in words, the budget ledger.
 from engine.privacy import accountant, risk
-from engine.privacy.ledger import INFINITE_WORDS, PUBLIC_NOTE, Ledger, epsilon_words
+from engine.privacy.ledger import (INFINITE_WORDS, PUBLIC_NOTE, Ledger, declared_public,
+                                   epsilon_words)
 
 # Membership attacks (measured by the worker: JobManager.measure_attacks): a run's saved
 # result, whether it has a release to attack, and the preview of their cost.
@@ -98,7 +99,8 @@ __all__ = [
     "EPSILON_KNOB", "SECOND_TITLES", "SECONDS", "searched_epsilon", "IMPORTANCE_EVALUATORS",
     "IMPORTANCE_TITLES", "importance_plot", "PARETO_AXES", "PARETO_AXIS_TITLES", "pareto_front",
     "PUBLIC_DATASETS", "three_paths",
-    "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "epsilon_words",
+    "accountant", "risk", "INFINITE_WORDS", "PUBLIC_NOTE", "Ledger", "declared_public",
+    "epsilon_words",
     "attackable", "attack_sizes", "attack_result",
     "demos", "game",
 ]
