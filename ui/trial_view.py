@@ -1,4 +1,5 @@
-"""One trial of a study on the Tune board: pick it, see its settings and its sample grid,
+"""One trial of a study on the Tune board: pick it (in a selectbox, or by clicking its
+point on the slice or history plot: ui/trial_click.py), see its settings and its sample grid,
 and open it in the Playground with its method, dataset, ε, δ, seed and knobs filled in.
 
 The Playground's widgets are keyed by name (ui/knobs.knob_key) and bound to the URL;
@@ -17,6 +18,7 @@ import streamlit as st
 from engine.facade import get_method, knob_specs
 from ui.choices import DELTA_CHOICES, EPSILON_CHOICES
 from ui.knobs import knob_key
+from ui.trial_click import CLICKABLE, clicked_trial
 
 PLAYGROUND = "pages/playground.py"
 
@@ -70,6 +72,18 @@ def _label(t, spec) -> str:
             + (f" at ε = {eps:.3g}" if eps is not None else ""))
 
 
+def _take_click(numbers: list[int]) -> None:
+    """A point newly clicked on the slice or history plot picks its trial in the
+    selectbox; the click is remembered, so picking another trial in the selectbox
+    afterwards is not undone by the plot's selection, which stays."""
+    for key in CLICKABLE:
+        n = clicked_trial(st.session_state.get(key))
+        if n != st.session_state.get(f"{key}_seen"):
+            st.session_state[f"{key}_seen"] = n
+            if n in numbers:
+                st.session_state["tune_trial"] = n
+
+
 def draw(jm, res) -> None:
     """A selectbox of the study's trials with a run; the chosen one's details."""
     spec = res.spec
@@ -79,8 +93,11 @@ def draw(jm, res) -> None:
     by_number = {t.number: t for t in trials}
     best = res.best
     numbers = list(by_number)
-    pick = st.selectbox("A trial: its settings and samples", numbers,
-                        index=numbers.index(best.number) if best in trials else 0,
+    if st.session_state.get("tune_trial") not in numbers:  # first the best
+        st.session_state["tune_trial"] = best.number if best in trials else numbers[0]
+    _take_click(numbers)
+    pick = st.selectbox("A trial: its settings and samples (or click its point on the Slice "
+                        "or History plot)", numbers,
                         format_func=lambda n: _label(by_number[n], spec), key="tune_trial")
     t = by_number[pick]
     rec = jm.manager.store.get_run(t.run_id)

@@ -10,6 +10,7 @@ from engine.facade import (IMPORTANCE_EVALUATORS, IMPORTANCE_TITLES, InputError,
                            importance_plot, optuna_study, searched_epsilon, studies)
 from ui import pareto_view, three_paths_view, trial_view
 from ui.common import show_input_error
+from ui.trial_click import with_trial_numbers
 
 IMPORTANCE_NEEDS = 20  # trials Optuna's importance estimates want before they mean much
 
@@ -21,6 +22,13 @@ def trials_table(res) -> None:
              "run": t.run_id or "",
              "why it failed": t.message if t.state == "FAIL" else ""} for t in res.trials]
     st.dataframe(rows, hide_index=True, use_container_width=True)
+
+
+def _clickable(fig, key: str) -> None:
+    """A plot whose points pick their trial when clicked (read by ui/trial_view.py on the
+    rerun the click starts)."""
+    st.caption("Click a point to pick its trial above.")
+    st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points")
 
 
 def _plots(study, res, jm) -> None:
@@ -39,7 +47,7 @@ def _plots(study, res, jm) -> None:
     one = {} if not res.spec.second else {"target": lambda t: t.values[0],
                                           "target_name": res.spec.objective}
     with tabs[0]:
-        st.plotly_chart(vis.plot_slice(study, **one), key="tune_slice")
+        _clickable(with_trial_numbers(vis.plot_slice(study, **one), "slice"), "tune_slice")
     with tabs[1]:
         if len(names) < 2:
             st.caption("A contour needs two knobs.")
@@ -65,7 +73,8 @@ def _plots(study, res, jm) -> None:
             else:
                 st.plotly_chart(fig, key="tune_importance")
     with tabs[4]:
-        st.plotly_chart(vis.plot_optimization_history(study, **one), key="tune_history")
+        _clickable(with_trial_numbers(vis.plot_optimization_history(study, **one), "history"),
+                   "tune_history")
 
 
 def board(jm, name: str) -> None:

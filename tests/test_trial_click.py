@@ -1,0 +1,98 @@
+"""Clicking a trial's point on the Tune board's slice or history plot picks it
+(ui/trial_click.py, ui/trial_view.py): every point of Optuna's own figures carries its
+trial's number, a click event gives that number back, and the board then shows that trial."""
+
+from __future__ import annotations
+
+import pytest
+from optuna import visualization as vis
+
+from engine.core.config import RunConfig
+from engine.jobs.manager import JobManager
+from engine.jobs.study import Study, optuna_study
+from engine.runs.study_space import build_spec
+from engine.store.runs import RunStore
+from job_fakes import scripted
+from ui.trial_click import clicked_trial, with_trial_numbers
+
+
+@pytest.fixture(scope="module")
+def study_store(tmp_path_factory):
+    """A finished 4-trial study (stand-in trainer), made once for this file's tests."""
+    root = tmp_path_factory.mktemp("clicks")
+    jm = JobManager(RunStore(root), execute=scripted, full_eval=False, slots_per_device=2)
+    try:
+        spec = build_spec(RunConfig(method="dpmerf", dataset="digits", device="cpu"),
+                          ["lr=1e-3:1e-1:log", "n_features=500,1000"], trials=4,
+                          sampler="random")
+        res = Study(spec, "clicks", jm, session="someone-else").run()
+    finally:
+        jm.shutdown()
+    return root, res
+
+
+@pytest.fixture
+def finished(study_store, monkeypatch):
+    """That study's store, as the app's run store (DPSYNTH_RUNS)."""
+    monkeypatch.setenv("DPSYNTH_RUNS", str(study_store[0]))
+    return study_store
+
+
+def _event(customdata):
+    """A click as Streamlit hands it back (st.plotly_chart's selection state)."""
+    return {"selection": {"points": [{"curve_number": 0, "point_number": 0, "point_index": 0,
+                                      "x": 0.01, "y": 0.6, "customdata": customdata}],
+                          "point_indices": [0], "box": [], "lasso": []}}
+
+
+def test_every_point_of_the_slice_and_history_carries_its_trial(finished):
+    root, res = finished
+    study = optuna_study(root, "clicks")
+    by_number = {t.number: t for t in res.trials}
+    fig = with_trial_numbers(vis.plot_slice(study), "slice")
+    seen = set()
+    for trace in fig.data:  # one subplot per knob: each point at its trial's own value
+        knob = fig.layout[trace.xaxis.replace("x", "xaxis")].title.text
+        for x, n in zip(trace.x, trace.customdata):
+            assert by_number[n].params[knob] == pytest.approx(float(x))
+            seen.add(n)
+    assert seen == set(by_number)
+    hist = with_trial_numbers(vis.plot_optimization_history(study), "history")
+    points = [t for t in hist.data if t.mode == "markers"]
+    assert [list(t.customdata) for t in points][0] == sorted(by_number)
+    lines = [t for t in hist.data if t.mode == "lines"]  # the best so far: not a trial
+    assert lines and all(t.customdata is None for t in lines)
+
+
+def test_a_click_event_gives_back_its_trial_number():
+    assert clicked_trial(_event(3)) == 3
+    assert clicked_trial(_event([2])) == 2  # customdata as a list
+    assert clicked_trial(_event(None)) is None  # a point without a number
+    assert clicked_trial({"selection": {"points": []}}) is None  # a click on empty space
+    assert clicked_trial(None) is None  # nothing clicked yet
+
+
+def test_a_click_on_the_board_picks_its_trial_and_the_selectbox_still_works(finished):
+    """AppTest cannot click a plotly point, so the click's event is put where Streamlit
+    puts it (the chart's key in the session) and the page reruns, as a click makes it."""
+    from apptest import open_app
+
+    _, res = finished
+    at = open_app().switch_page("pages/tune.py").run()
+    assert not at.exception
+    assert at.selectbox(key="tune_trial").value == res.best.number  # first the best
+    assert sum("Click a point to pick its trial" in c.value for c in at.caption) == 2
+    clicked, other = [t.number for t in res.trials if t.number != res.best.number][:2]
+    at.session_state["tune_slice"] = _event(clicked)
+    at.run()
+    assert not at.exception and at.selectbox(key="tune_trial").value == clicked
+    settings = next(d.value for d in at.dataframe if "setting" in d.value.columns)
+    assert any(f"**Trial {clicked}**" in m.value for m in at.markdown)
+    assert dict(zip(settings["setting"], settings["value"]))["n_features"] == \
+        str(res.trials[clicked].params["n_features"])
+    # the selectbox, the fallback, is not undone by the plot's selection, which stays
+    at.selectbox(key="tune_trial").set_value(other).run()
+    assert at.selectbox(key="tune_trial").value == other
+    at.session_state["tune_history"] = _event(clicked)  # a click on the other plot
+    at.run()
+    assert at.selectbox(key="tune_trial").value == clicked
