@@ -96,3 +96,39 @@ def test_a_click_on_the_board_picks_its_trial_and_the_selectbox_still_works(fini
     at.session_state["tune_history"] = _event(clicked)  # a click on the other plot
     at.run()
     assert at.selectbox(key="tune_trial").value == clicked
+
+
+def test_clicking_a_point_in_chromium_picks_its_trial(study_store, tmp_path):
+    """The real thing once: a click on a slice point in the browser shows that trial."""
+    import os
+    import re
+
+    from test_browser import ARGS, CHROMIUM, WAIT_MS
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent (install the chromium package)")
+    from playwright.sync_api import expect, sync_playwright
+
+    from bench.app_server import serve
+    from conftest import HANG_S
+
+    root, res = study_store
+    fig = with_trial_numbers(vis.plot_slice(optuna_study(root, "clicks")), "slice")
+    first = list(fig.data[0].customdata)  # the first panel's points, in drawing order
+    index, number = next((i, n) for i, n in enumerate(first) if n != res.best.number)
+    with serve(root, timeout=HANG_S) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 2200}).new_page()
+            page.goto(f"{url}/tune", wait_until="domcontentloaded")
+            picked = page.locator("strong").filter(has_text=re.compile(r"^Trial \d+$"))
+            expect(picked).to_have_text(f"Trial {res.best.number}", timeout=WAIT_MS)
+            panel = page.get_by_role("tabpanel", name="Slice")
+            points = panel.locator(".js-plotly-plot .scatterlayer .trace").first.locator(
+                ".points path")
+            expect(points.nth(index)).to_be_visible(timeout=WAIT_MS)
+            box = points.nth(index).bounding_box()
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            expect(picked).to_have_text(f"Trial {number}", timeout=WAIT_MS)
+        finally:
+            browser.close()
