@@ -53,6 +53,16 @@ def _spec(root, owner, path, base=PRIVATE, kind="npz", trials=2):
                       tune_on=kind, tune_on_options={"path": str(path)}, root=root, owner=owner)
 
 
+def _spec_knobs():
+    """The knobs of a StudySpec built by hand, past build_spec."""
+    from engine.methods.knobs import knob_specs
+    from engine.methods.registry import get_method
+    from engine.runs.study_space import parse_knob
+
+    specs = {s.name: s for s in knob_specs(get_method("dpmerf").Params)}
+    return (parse_knob("lr=1e-3:1e-1:log", specs),)
+
+
 def test_a_file_not_marked_public_is_refused_with_the_fix(people):
     root, a, _ = people
     path = uploads.save(root, a, "mine.npz", _npz())
@@ -69,15 +79,6 @@ def test_a_file_not_marked_public_is_refused_with_the_fix(people):
         jm.shutdown()
 
 
-def _spec_knobs():
-    from engine.methods.knobs import knob_specs
-    from engine.methods.registry import get_method
-    from engine.runs.study_space import parse_knob
-
-    specs = {s.name: s for s in knob_specs(get_method("dpmerf").Params)}
-    return (parse_knob("lr=1e-3:1e-1:log", specs),)
-
-
 def test_only_the_uploader_may_mark_it_or_tune_on_it(people):
     root, a, b = people
     path = uploads.save(root, a, "mine.npz", _npz())
@@ -88,7 +89,16 @@ def test_only_the_uploader_may_mark_it_or_tune_on_it(people):
     assert uploads.is_public(path) and path in uploads.files_of(root, a)  # the mark is no upload
     with pytest.raises(InputError, match="only the participant who uploaded mine.npz"):
         _spec(root, b, path)
-    assert _spec(root, a, path).tune_on_options == {"path": str(path)}
+    spec = _spec(root, a, path)
+    assert spec.tune_on_options == {"path": str(path)}
+    jm = JobManager(RunStore(root), execute=scripted, slots_per_device=1)
+    try:  # a's spec, started by b: refused at the study's start too
+        with pytest.raises(InputError, match="only the participant who uploaded"):
+            Study(spec, "not-mine", jm, session=b)
+    finally:
+        jm.shutdown()
+    with pytest.raises(InputError, match="needs the file: mark your upload public"):
+        build_spec(PRIVATE, ["lr=1e-3:1e-1:log"], trials=1, sampler="random", tune_on="npz")
     uploads.delete(root, a, path)  # the mark goes with the file
     assert not uploads.is_public(path)
 

@@ -84,6 +84,10 @@ def _check_public_file(base: RunConfig, kind: str, options: dict, root, owner) -
 
     path = options.get("path")
     name = _name(kind, options)
+    if not path:
+        raise InputError(f"tuning on a {kind} file needs the file: mark your upload public on "
+                         "the Tune page and pick it under \"trials run on\" (the command line "
+                         f"tunes on a built-in stand-in: {', '.join(PUBLIC_DATASETS)}).")
     if not uploads.owns(root, owner, path):
         raise InputError(f"only the participant who uploaded {name} can tune on it; upload "
                          "your own file (Playground), mark it public, or tune on a built-in "
