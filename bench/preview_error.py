@@ -118,12 +118,13 @@ def _runs(args, method, dataset, options, params, threads, store, root) -> list[
           f"load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
           f"{os.cpu_count()} cores; store {root}", flush=True)
     print("run | predicted train s | measured | train error | predicted scoring s | measured | "
-          "predicted whole s | measured whole s | error | train basis | scoring basis", flush=True)
+          "predicted whole s | measured whole s | error | train basis | scoring basis | "
+          "steps predicted / made", flush=True)
     rows = []
     for i in range(args.runs):
         config = RunConfig(method=method, dataset=dataset, data_options=options,
                            epsilon=parse_epsilon(args.epsilon), seed=i, params=params)
-        basis, train_basis = _basis(runner, config)  # the preview the run is about to make
+        basis, train_basis, steps = _basis(runner, config)  # the preview the run is about to make
         run_id = store.create_run(config)
         t0 = time.perf_counter()
         status = scheduling.run(store, run_id, runner.execute, stop=threading.Event(),
@@ -142,24 +143,28 @@ def _runs(args, method, dataset, options, params, threads, store, root) -> list[
                "method": method, "train_basis": train_basis,
                "train_error": None if not secs.get("predicted") or not secs.get("train")
                else (secs["predicted"] - secs["train"]) / secs["train"],
-               "load_after": os.getloadavg()[0]}
+               "load_after": os.getloadavg()[0], "predicted_steps": steps,
+               "steps": (metrics.get("info") or {}).get("steps")}
         rows.append(row)
         print(f"{i + 1} | {_s(row['predicted_train_s'])} | {_s(row['train_s'])} | "
               f"{_pct(row['predicted_train_s'], row['train_s'])} | "
               f"{_s(pred_scoring)} | {_s(row['scoring_s'])} | {_s(row['predicted_whole_s'])} | "
-              f"{_s(whole)} | {_pct(row['predicted_whole_s'], whole)} | {train_basis} | {basis}",
+              f"{_s(whole)} | {_pct(row['predicted_whole_s'], whole)} | {train_basis} | {basis} | "
+              f"{steps} / {row['steps']}",
               flush=True)
     return rows
 
 
-def _basis(runner, config) -> tuple[str, str]:
+def _basis(runner, config) -> tuple[str, str, int | None]:
     """How a preview of `config` finds its scoring and training times now (the run's own
-    preview, in the trainer, follows a moment later with the same caches)."""
+    preview, in the trainer, follows a moment later with the same caches), and the steps
+    (AIM: rounds) it expects."""
     from engine.data import catalog as datasets
 
     data = datasets.load(config.dataset, seed=config.seed, options=config.data_options)
     cost = runner.preview(config, data).cost
-    return (cost.scoring_basis or "—", cost.basis or "—") if cost else ("—", "—")
+    return ((cost.scoring_basis or "—", cost.basis or "—", cost.steps) if cost
+            else ("—", "—", None))
 
 
 if __name__ == "__main__":

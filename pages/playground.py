@@ -50,6 +50,30 @@ def _sync_knobs(method: str, dataset: str, data_options: dict | None, defaults) 
                 st.session_state[key] = value
 
 
+def _user_settings(method: str, basis: tuple) -> dict:
+    """The knobs the user set away from the defaults last shown (or, on a shared link's
+    first run, the link's knobs): a budget-derived default (DataLens's σ) is calibrated
+    around them, so σ follows the user's max_steps instead of staying at the 300 steps'
+    one. A knob still at its default is no setting: it moves with ε and δ."""
+    if st.session_state.get("pg_knob_basis") == basis:
+        before = st.session_state.get("pg_knob_defaults") or {}
+        return {name: st.session_state[knob_key(method, name)] for name, default in before.items()
+                if st.session_state.get(knob_key(method, name), default) not in (default, None)}
+    if st.session_state.get("pg_knob_basis") is not None:
+        return {}  # another dataset or method: every knob goes back to its default
+    out = {}  # the first run: the link's values, typed as the class defaults
+    for w in widgets(get_method(method).Params()):
+        raw = st.query_params.get(knob_key(method, w.name))
+        if raw is not None and isinstance(w.spec.default, (int, float)) \
+                and not isinstance(w.spec.default, bool):
+            try:
+                out[w.name] = type(w.spec.default)(float(raw) if isinstance(w.spec.default, float)
+                                                   else int(raw))
+            except ValueError:
+                pass  # the widget refuses it and url_check says so
+    return out
+
+
 def _upload(kind: str) -> dict | None:
     """Keep the user's file in their own folder of the run store (engine/store/uploads.py: it
     outlives this tab, so attacks and reruns of its runs keep working); returns data
@@ -224,7 +248,8 @@ with settings:
     # Defaults derived from the data (its size and shape) and the budget asked; the class
     # defaults until the data is here (a file not uploaded yet), when nothing can train.
     defaults = module.Params() if data is None else default_params(
-        method, data, *((base.epsilon, base.delta) if base is not None else ()))
+        method, data, *((base.epsilon, base.delta) if base is not None else ()),
+        settings=_user_settings(method, (method, dataset, options_key(data_options or {}))))
     _sync_knobs(method, dataset, data_options, defaults)
     values = {}
     all_knobs = widgets(defaults, data)

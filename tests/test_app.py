@@ -610,3 +610,28 @@ def test_the_live_time_left_says_measuring_then_uses_the_runs_own_rate(runs_root
     assert queue_words((0.0, None, 1)) is None and queue_words(None) is None
     store.finish(rid, RunStatus.CANCELLED)
     store.close()
+
+
+def test_datalens_sigma_box_follows_max_steps_and_epsilon(runs_root):
+    # The σ shown was the one for the default 300 steps whatever max_steps the user set.
+    from engine.data.catalog import load
+    from engine.facade import default_params
+
+    digits = load("digits")
+
+    def calibrated(eps: float, steps: int) -> float:
+        return default_params("datalens", digits, eps, 1e-5, {"max_steps": steps}).sigma
+
+    at = app({"method": "datalens", "eps": "10"})
+    at.number_input(key="datalens_max_steps").set_value(20).run()
+    assert not at.exception
+    shown = at.number_input(key="datalens_sigma").value
+    assert shown == pytest.approx(calibrated(10.0, 20))
+    assert shown < default_params("datalens", digits, 10.0, 1e-5).sigma  # it did move
+    at.number_input(key="datalens_max_steps").set_value(50).run()
+    assert at.number_input(key="datalens_sigma").value == pytest.approx(calibrated(10.0, 50))
+    at.select_slider(key="eps").set_value("5").run()
+    assert at.number_input(key="datalens_sigma").value == pytest.approx(calibrated(5.0, 50))
+    assert at.number_input(key="datalens_max_steps").value == 50  # the user's, kept
+    linked = app({"method": "datalens", "eps": "10", "datalens_max_steps": "20"})
+    assert linked.number_input(key="datalens_sigma").value == pytest.approx(calibrated(10.0, 20))

@@ -78,10 +78,10 @@ def test_aim_rounds_follow_the_schedule_with_its_anneals(cancer):
     params = make_params("aim", cancer)
     budget, *_ = aim._plan(config, params, cancer)
     d = len(cancer.columns) + 1
-    never = aim_plan.expected_rounds(budget, params.rounds, d, anneal_every=float("inf"))
+    never = aim_plan.expected_rounds(budget, params.rounds, d)  # no table: never anneals
     assert never == pytest.approx(params.rounds + d - 0.9 * d, abs=2)  # the paper's T − 0.9·d
     assert aim_cost.rounds(config, cancer, params) < never
-    assert aim_plan.expected_rounds(budget, 7, d) >= 1
+    assert aim_plan.expected_rounds(budget, 7, d, cancer.n_train, 10.0) >= 1
 
 
 def test_marginals_preview_is_timed_on_a_stand_in_and_scales_with_rows(monkeypatch, cancer):

@@ -16,9 +16,11 @@ when the timing met a load spike (engine/store/cost_cache.py). Once this store h
 finished AIM runs on the data, their measured training seconds replace the timing (a
 stand-in's first rounds cannot show how much slower a grown model's rounds are).
 
-The unit is a round. How many rounds a private run makes depends on its annealing
-(data-dependent); the preview counts the schedule with an anneal every few rounds
-(plan.expected_rounds), and finished runs correct the seconds.
+The unit is a round. How many rounds a private run makes depends on how often it
+anneals (each anneal quadruples a round's budget): the preview counts the run's own
+schedule with each round's chance to anneal at its σ (plan.anneal_chance: the noise's
+expected error against the most a marginal of n records can move), and finished runs
+correct the seconds.
 Memory is measured too: the timing process's peak resident set after the stand-in run
 (JAX and the model dominate it; the stand-in holds the run's rows and domain).
 """
@@ -169,7 +171,11 @@ def rounds(config, data, params) -> int:
     budget = aim_plan.plan_budget(config, measure_share=params.measure_share,
                                   bounds_share=params.bounds_share,
                                   n_private_bounds=len(dp_bounds.columns_without_bounds(view)))
-    return aim_plan.expected_rounds(budget, params.rounds, len(view.columns) + 1)
+    disc = aim_plan.discretise(view, params.bins, {j: (0.0, 1.0) for j in
+                                                   dp_bounds.columns_without_bounds(view)})
+    cells = aim_plan.mean_cells(aim._workload(view, params), disc.names, disc.sizes)
+    return aim_plan.expected_rounds(budget, params.rounds, len(view.columns) + 1,
+                                    view.n_train, cells)
 
 
 def _measured(config, data, n_rounds: int) -> dict | None:

@@ -61,7 +61,7 @@ COST = "engine.methods.aim.cost"
 TINY_PARAMS = {"bins": 2, "iters": 5, "final_iters": 5, "rounds": 2}
 
 MC_ROWS = 100_000  # records sampled from the model to estimate its marginals
-BIAS = math.sqrt(2 / math.pi)  # E|N(0, 1)|: the L1 error noise alone would leave per cell
+BIAS = aim_plan.BIAS  # E|N(0, 1)|: the L1 error noise alone would leave per cell
 
 
 @dataclass(frozen=True)

@@ -105,30 +105,59 @@ def paper_rounds(n_attributes: int) -> int:
     return (ROUNDS_PER_ATTRIBUTE - 1) * n_attributes
 
 
-# A run anneals (σ halved, ε_t doubled: each round 4× the budget) when a measurement
-# barely moved the model; on the census bench table at ε = 1 it did so 3 times in 19
-# rounds (and 2–3 times in 19–21 in two more runs). The preview's round count assumes one
-# anneal every ANNEAL_EVERY rounds (engine/methods/aim/cost.py).
-ANNEAL_EVERY = 6
+# E|N(0, 1)|: a count's expected L1 error under noise std 1 (the anneal rule's and the
+# quality score's noise term, engine/methods/aim/method.py)
+BIAS = math.sqrt(2 / math.pi)
+PATHS = 256  # schedules drawn (seeded: public) to average the anneals' chance over
 
 
-def expected_rounds(budget: Budget, rounds: int, n_oneway: int,
-                    anneal_every: float = ANNEAL_EVERY) -> int:
-    """Selection rounds of method.train's schedule (the last takes what is left) if it
-    anneals every `anneal_every` rounds (math.inf: never, the most rounds a run makes).
+def anneal_chance(sigma: float, cells: float, n: int) -> float:
+    """The chance that a round at noise std `sigma` anneals, from public figures only.
+    The rule (method.train) anneals when the measured marginal moved the model by at most
+    the noise's expected L1 error, BIAS·σ·cells. The move is at most 2n (two tables of n
+    records differ by at most 2n in L1), and nothing read says where below: it is 2n·U·V,
+    U the table's dependence on that marginal as a share of the most there can be, V the
+    share of it the model has not learnt yet, each uniform on [0, 1] (no record read, no
+    constant fitted). With r = BIAS·σ·cells/(2n), P(2n·U·V ≤ BIAS·σ·cells) = r·(1 − ln r),
+    and 1 from r ≥ 1 on: noise that large anneals whatever the data."""
+    r = BIAS * sigma * cells / (2 * n)
+    return 1.0 if r >= 1 else r * (1 - math.log(r))
+
+
+def expected_rounds(budget: Budget, rounds: int, n_oneway: int, n: int | None = None,
+                    cells: float | None = None) -> int:
+    """Selection rounds of method.train's schedule (the last takes what is left), each
+    round annealing (σ halved, ε_t doubled: 4× the budget) with `anneal_chance` at its σ
+    for a table of `n` records whose selected marginals have `cells` cells; the mean over
+    PATHS seeded schedules. Without `n`: never annealing, the most rounds a run makes.
     `rounds`: those after the one-way marginals; public figures only."""
     if not budget.private:
         return rounds
-    sigma, eps, used = first_round(budget, n_oneway + rounds, n_oneway)
-    t = 0
-    while True:
-        t += 1
-        step = zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma) + zcdp.selection_rho(eps)
-        if budget.rho - used < 2 * step:
-            return t
-        used += step
-        if t % anneal_every == 0:
-            sigma, eps = sigma / 2, eps * 2
+    rng = np.random.default_rng(0)
+    made = []
+    for _ in range(PATHS if n else 1):
+        sigma, eps, used = first_round(budget, n_oneway + rounds, n_oneway)
+        t = 0
+        while True:
+            t += 1
+            step = zcdp.gaussian_rho(MARGINAL_SENSITIVITY, sigma) + zcdp.selection_rho(eps)
+            if budget.rho - used < 2 * step:
+                break
+            used += step
+            if n and rng.random() < anneal_chance(sigma, cells, n):
+                sigma, eps = sigma / 2, eps * 2
+        made.append(t)
+    return max(1, round(float(np.mean(made))))
+
+
+def mean_cells(work: list[tuple[tuple, float]], names: list[str], sizes: list[int]) -> float:
+    """The cells of the marginal a round selects, on average: the candidates' (the
+    workload's downward closure) weighted by their weight, which the selection's quality
+    score scales by. Public: the bins and categories only."""
+    size = dict(zip(names, sizes))
+    cand = candidates(work)
+    total = sum(cand.values())
+    return sum(w * math.prod(size[a] for a in cl) for cl, w in cand.items()) / total
 
 
 # ------------------------------------------------------------------ workload
