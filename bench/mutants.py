@@ -219,6 +219,13 @@ MUTANTS = [
            "if self.cap is None or self.after <= self.cap * (1 + 1e-9):",
            "if self.cap is None or self.spent <= self.cap * (1 + 1e-9):",
            "a run that takes its dataset past the cap is let through", (LEDGER,)),
+    Mutant("upload-public-without-its-mark", "engine/store/uploads.py",
+           "return p.parent.parent.name == UPLOADS and _mark(p).is_file()",
+           "return p.parent.parent.name == UPLOADS",
+           "every participant's upload counts as marked public: runs on private files are "
+           "never charged or capped, and any upload can be tuned on",
+           ("tests/test_public_file.py::test_a_file_not_marked_public_is_refused_with_the_fix",
+            "tests/test_public_file.py::test_a_public_file_is_never_charged_and_the_private_run_once")),
     # --- the noise itself
     Mutant("noise-seeded", "engine/privacy/noise.py",
            'key=int.from_bytes(os.urandom(16), "little")', "key=0",
