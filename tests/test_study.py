@@ -102,6 +102,16 @@ def test_a_failed_trial_is_told_fail_never_a_zero(fake):
     assert res.best is None
 
 
+def test_a_grid_study_covers_its_whole_grid_and_ends_cleanly(fake):
+    """Optuna's grid sampler stops the study when its grid is covered, which raised in
+    ask-and-tell at the last trial (bench/tune.py's 20-point grid crashed there)."""
+    spec = _spec(["n_features=500,1000", "labels=balanced,counts"], sampler="grid", trials=4,
+                 base=RunConfig(method="dpmerf", dataset="digits", device="cpu"))
+    res = Study(spec, "whole-grid", fake).run()
+    assert [t.state for t in res.trials] == ["COMPLETE"] * 4
+    assert len({tuple(sorted(t.params.items())) for t in res.trials}) == 4  # every point once
+
+
 def test_a_restarted_driver_reattaches_to_its_trials_runs(fake):
     spec = _spec(base=RunConfig(method="dpmerf", dataset="digits", device="cpu",
                                 params={"sleep": 0.3}), trials=4)

@@ -119,12 +119,23 @@ def sampler(spec: StudySpec):
     Optuna's usual 10), so a short study still gets some guided trials."""
     optuna = _optuna()
     if spec.sampler == "grid":
-        return optuna.samplers.GridSampler({k.name: k.grid() for k in spec.knobs})
+        return _told_grid(optuna)({k.name: k.grid() for k in spec.knobs})
     if spec.sampler == "random":
         return optuna.samplers.RandomSampler()
     if spec.sampler == "cmaes":
         return optuna.samplers.CmaEsSampler(warn_independent_sampling=False)
     return optuna.samplers.TPESampler(n_startup_trials=max(2, min(10, spec.trials // 3)))
+
+
+def _told_grid(optuna):
+    """Optuna's grid sampler for ask-and-tell. Its `after_trial` calls `Study.stop()` once
+    the grid is covered, which works only inside `Study.optimize` and raises in `tell`
+    here: every grid study that covered its grid crashed at its last trial. This study's
+    own loop ends at the grid's size (study_space caps the trials), so nothing needs it."""
+    class ToldGrid(optuna.samplers.GridSampler):
+        def after_trial(self, study, trial, state, values) -> None:
+            pass
+    return ToldGrid
 
 
 def distributions(spec: StudySpec) -> dict:
