@@ -67,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
             args.param = args.param or ["n_features=200", "epochs=2", "batch_size=200"]
     root = Path(args.root or tempfile.mkdtemp(prefix="dpsynth-preview-error-"))
     os.environ["DPSYNTH_RUNS"] = str(root)  # the store, its ledger and the cost timings
-    os.environ.pop("DPSYNTH_TIMINGS", None)  # cold means cold: no timings shared from elsewhere
 
     import torch
     from threadpoolctl import threadpool_limits

@@ -1,5 +1,4 @@
 import os
-import tempfile
 
 import pytest
 import torch
@@ -12,12 +11,6 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1) // _WORKERS))
 # Tests wait on conditions (a run ending, a page showing a figure), never on a clock; this
 # timeout only stops a test that hangs. Speed is measured by the bench/ scripts instead.
 HANG_S = 600
-
-# Cost timings (engine/store/cost_cache.py) are this machine's rates: one folder for the
-# whole test session, shared by every test's fresh store, so each store does not start its
-# own timing processes (tests/test_app.py alone started 13 of them, 78 s of CPU, where the
-# file's own tests took 25 s). Tests of cold timings take `cold_timings`.
-os.environ.setdefault("DPSYNTH_TIMINGS", tempfile.mkdtemp(prefix="dpsynth-timings-"))
 
 # Tiny DP-MERF settings that still learn something on digits in a few seconds.
 TINY_DPMERF = {"n_features": 300, "epochs": 10, "batch_size": 100, "sample_every": 5}
@@ -52,12 +45,6 @@ def runs_root(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setenv("DPSYNTH_RUNS", str(root))
     return root
-
-
-@pytest.fixture
-def cold_timings(tmp_path, monkeypatch):
-    """Cost timings of this test's own, none taken yet: what a user's fresh store sees."""
-    monkeypatch.setenv("DPSYNTH_TIMINGS", str(tmp_path / "cost-timings"))
 
 
 @pytest.fixture(autouse=True)

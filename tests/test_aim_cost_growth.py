@@ -13,8 +13,6 @@ from engine.methods.aim import cost as aim_cost
 from engine.methods.aim import method as aim
 from engine.methods.registry import make_params
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 pytest.importorskip("mbi")
 
 TINY = {"bins": 2, "iters": 5, "final_iters": 20, "rounds": 3}

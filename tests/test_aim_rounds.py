@@ -13,8 +13,6 @@ from engine.methods.aim import method as aim
 from engine.methods.aim import plan as aim_plan
 from engine.methods.registry import make_params
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 pytest.importorskip("mbi")
 
 FAST = {"bins": 2, "iters": 5, "final_iters": 5}

@@ -547,7 +547,7 @@ def test_learn_has_delta_composition_the_baseline_and_the_epsilon_range(runs_roo
 
 
 def test_the_playground_never_times_its_cost_it_shows_measuring_then_the_figure(
-        runs_root, cold_timings, monkeypatch):
+        runs_root, monkeypatch):
     """The web server never trains: the DP-MERF cost is timed by engine/runs/cost_probe.py's
     process (here the test stands in for it), the page says "measuring…" until then."""
     from engine.runs import cost_probe

@@ -7,10 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -8,8 +8,6 @@ import pytest
 
 from engine.store import cost_cache
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 
 class FakeStore:
     """list_runs + artifact_dir, as engine.store.runs.RunStore answers them."""

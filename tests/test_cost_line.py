@@ -1,12 +1,10 @@
 """The Playground's cost line: figures from the method's preview, and a long run's warning
 naming the knobs the method itself says make it faster (DataLens has no epochs)."""
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.methods.preview import MEASURING, Cost, cost_line
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
+from engine.methods.preview import MEASURING, Cost, cost_line
 
 
 def _draw(cost: Cost) -> AppTest:

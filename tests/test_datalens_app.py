@@ -5,13 +5,9 @@ so the machine's memory can be shrunk with monkeypatch)."""
 import time
 from pathlib import Path
 
-import pytest
-
 from streamlit.testing.v1 import AppTest
 
 from engine.methods.datalens import memory as datalens_memory
-
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

@@ -22,8 +22,6 @@ from engine.core.errors import InputError
 from engine.methods.registry import make_params
 from engine.runs.runner import prepare
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 ROOT = Path(__file__).resolve().parents[1]
 
 # Runs a few DataLens iterations on random 28×28 images in a fresh process and prints the

@@ -16,8 +16,6 @@ from engine.methods.marginals import method as marginals
 from engine.methods.registry import estimate_cost, make_params
 from engine.store import cost_cache
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 pytest.importorskip("mbi")
 
 AIM_TINY = {"bins": 2, "iters": 5, "final_iters": 20, "rounds": 3}

@@ -15,8 +15,6 @@ from engine.methods.preview import MEASURING, Cost, cost_line
 from engine.store.records import RunStatus
 from engine.store.runs import RunStore
 
-pytestmark = pytest.mark.usefixtures("cold_timings")  # timings of its own, none taken yet
-
 
 def _finished(store, config, *, syn, real, n_train, n_syn, sweep=None, cnn=False):
     rid = store.create_run(config, sweep=sweep)

@@ -78,14 +78,10 @@ _STORES: dict[Any, Any] = {}
 
 
 def timings_dir() -> Path:
-    """Where named caches keep their timings: beside this user's run store, or in the
-    folder DPSYNTH_TIMINGS names, which several stores on one machine may share (a rate
-    timed for one store holds for every store of the machine). The test suite shares one
-    per worker, so each test's fresh store does not start its own timing processes."""
+    """Where named caches keep their timings: beside this user's run store."""
     from engine.store.runs import default_root
 
-    shared = os.environ.get("DPSYNTH_TIMINGS")
-    return Path(shared) if shared else default_root() / "cost-timings"
+    return default_root() / "cost-timings"
 
 
 class TimedCache:
