@@ -14,6 +14,8 @@ HANG_S = 600
 
 # Tiny DP-MERF settings that still learn something on digits in a few seconds.
 TINY_DPMERF = {"n_features": 300, "epochs": 10, "batch_size": 100, "sample_every": 5}
+# The same, as the command line takes them.
+TINY_DPMERF_ARGS = [a for k, v in TINY_DPMERF.items() for a in ("--param", f"{k}={v}")]
 
 
 @pytest.fixture

@@ -10,11 +10,27 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from engine.methods.events import Event
+
+
+@contextmanager
+def scripted_manager(root):
+    """A JobManager on a fresh store at `root` whose trainers run `scripted`: two slots,
+    quick heartbeats, no scoring (the study tests' stand-in queue)."""
+    from engine.jobs.manager import JobManager
+    from engine.store.runs import RunStore
+
+    jm = JobManager(RunStore(root), execute=scripted, heartbeat_s=0.1, slots_per_device=2,
+                    full_eval=False)
+    try:
+        yield jm
+    finally:
+        jm.shutdown()
 
 
 def scripted(config, out_dir, *, stop=None, full_eval=True):

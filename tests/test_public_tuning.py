@@ -23,9 +23,9 @@ from engine.runs.public_tuning import path_epsilons
 from engine.runs.study_preview import study_preview
 from engine.runs.study_space import build_spec
 from engine.store.runs import RunStore
-from job_fakes import scripted
+from job_fakes import scripted, scripted_manager
 
-from conftest import TINY_DPMERF
+from conftest import TINY_DPMERF, TINY_DPMERF_ARGS
 
 PRIVATE = RunConfig(method="dpmerf", dataset="digits_private", epsilon=1.0, device="cpu")
 
@@ -114,10 +114,8 @@ def test_the_preview_charges_one_private_run_and_refuses_past_the_cap(tmp_path):
 # ------------------------------------------------------- the study (stand-in trainer)
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    jm = JobManager(RunStore(tmp_path_factory.mktemp("public")), execute=scripted,
-                    heartbeat_s=0.1, slots_per_device=2, full_eval=False)
-    yield jm
-    jm.shutdown()
+    with scripted_manager(tmp_path_factory.mktemp("public")) as jm:
+        yield jm
 
 
 def test_a_restarted_driver_queues_the_private_run_once(fake, monkeypatch):
@@ -210,7 +208,7 @@ def test_the_board_shows_the_private_run_and_the_three_paths(runs_root):
 def test_cli_tune_on_public_reports_its_one_private_run(runs_root, capsys):
     from engine.cli.commands import main
 
-    params = [a for k, v in TINY_DPMERF.items() for a in ("--param", f"{k}={v}")]
+    params = TINY_DPMERF_ARGS
     assert main(["tune", "--method", "dpmerf", "--dataset", "digits_private", "--epsilon", "1",
                  "--tune-on", "digits_public", "--knob", "lr=1e-3:1e-1:log", *params,
                  "--trials", "2", "--sampler", "random", "--study", "pubcli", "--json"]) == 0

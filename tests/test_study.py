@@ -23,9 +23,9 @@ from engine.privacy.ledger import Ledger
 from engine.runs.study_preview import study_preview
 from engine.runs.study_space import MAX_KNOBS, build_spec
 from engine.store.runs import RunStore
-from job_fakes import scripted
+from job_fakes import scripted, scripted_manager
 
-from conftest import TINY_DPMERF
+from conftest import TINY_DPMERF_ARGS
 
 BASE = RunConfig(method="dpmerf", dataset="digits", epsilon=1.0, device="cpu")
 
@@ -87,10 +87,8 @@ def test_grid_never_repeats_a_point_and_specs_round_trip():
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    jm = JobManager(RunStore(tmp_path_factory.mktemp("study")), execute=scripted,
-                    heartbeat_s=0.1, slots_per_device=2, full_eval=False)
-    yield jm
-    jm.shutdown()
+    with scripted_manager(tmp_path_factory.mktemp("study")) as jm:
+        yield jm
 
 
 def test_a_failed_trial_is_told_fail_never_a_zero(fake):
@@ -206,7 +204,7 @@ def test_cli_study_end_to_end_the_preview_total_is_the_ledgers(runs_root, capsys
     ledger, the preview's forecast equal to the ledger's total afterwards."""
     from engine.cli.commands import main
 
-    params = [a for k, v in TINY_DPMERF.items() for a in ("--param", f"{k}={v}")]
+    params = TINY_DPMERF_ARGS
     assert main(["tune", "--method", "dpmerf", "--dataset", "digits", "--epsilon", "1",
                  "--knob", "lr=1e-3:1e-1:log", "--knob", "n_features=200,400", *params,
                  "--trials", "3", "--sampler", "tpe", "--study", "cli", "--json"]) == 0

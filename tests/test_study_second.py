@@ -12,7 +12,6 @@ import pytest
 
 from engine.core.config import RunConfig
 from engine.core.errors import InputError
-from engine.jobs.manager import JobManager
 from engine.jobs.study import Study, sweep_name
 from engine.privacy import charges
 from engine.privacy import accountant
@@ -20,9 +19,9 @@ from engine.runs.study_preview import study_preview
 from engine.runs.study_space import build_spec
 from engine.store.records import RunStatus
 from engine.store.runs import RunStore
-from job_fakes import scripted
+from job_fakes import scripted_manager
 
-from conftest import TINY_DPMERF
+from conftest import TINY_DPMERF_ARGS
 
 BASE = RunConfig(method="dpmerf", dataset="digits", epsilon=1.0, device="cpu")
 
@@ -59,10 +58,8 @@ def test_a_bad_second_objective_or_epsilon_range_is_one_clear_error(knobs, kw, w
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    jm = JobManager(RunStore(tmp_path_factory.mktemp("second")), execute=scripted,
-                    heartbeat_s=0.1, slots_per_device=2, full_eval=False)
-    yield jm
-    jm.shutdown()
+    with scripted_manager(tmp_path_factory.mktemp("second")) as jm:
+        yield jm
 
 
 def test_a_two_objective_study_tells_the_runs_seconds(fake):
@@ -107,7 +104,7 @@ def test_cli_epsilon_searched_the_ledger_charges_each_trials_own(runs_root, caps
     """Tiny DP-MERF trials at their own ε through the real worker and ledger."""
     from engine.cli.commands import main
 
-    params = [a for k, v in TINY_DPMERF.items() for a in ("--param", f"{k}={v}")]
+    params = TINY_DPMERF_ARGS
     assert main(["tune", "--method", "dpmerf", "--dataset", "digits",
                  "--knob", "epsilon=0.3:3:log", "--knob", "lr=1e-3:1e-1:log", *params,
                  "--trials", "3", "--sampler", "random", "--second", "epsilon",
