@@ -73,8 +73,13 @@ def test_a_run_without_bounds_writes_dates_near_the_year(tmp_path, method):
                  "--data-option", f"path={tmp_path / 'd.csv'}", "--data-option", "label=y",
                  "--epsilon", "1", "--device", "cpu", *tiny]) == 0
     synthetic = pd.to_datetime(pd.read_csv(out / "synthetic.csv")["when"], format="%Y-%m-%d")
-    span = (synthetic.max() - synthetic.min()).days
-    assert synthetic.dt.year.between(2020, 2022).all() and span <= 450
-    if method == "aim":
+    days = (synthetic - pd.Timestamp("1970-01-01")).dt.days
+    if method == "aim":  # every date inside the released whole-day bounds, which hold the
+        # year; their width (≤ 450 days but for a far false cell, 1 % by design) is
+        # checked over 30 draws above, where one unlucky draw cannot fail the suite
         lo, hi = json.loads((out / "metrics.json").read_text())["info"]["numeric_bounds"]["when"]
-        assert float(lo).is_integer() and float(hi).is_integer() and hi - lo <= 450
+        assert float(lo).is_integer() and float(hi).is_integer()
+        assert lo <= FIRST and LAST <= hi and days.between(lo, hi).all()
+    else:  # a far false cell (1 % of runs) may draw a few dates out there, never many
+        assert synthetic.dt.year.between(1900, 2100).all()
+        assert synthetic.dt.year.between(2020, 2022).mean() >= 0.9

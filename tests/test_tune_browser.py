@@ -58,15 +58,17 @@ def _start_study(page, server) -> None:
     start.click()
 
 
-def _points(page, tab: str) -> int:
-    """Markers Plotly drew in the `tab` plot of the board (every scatter trace's points)."""
+def _expect_points(page, tab: str, n: int) -> None:
+    """The `tab` plot of the board comes to show `n` markers (every scatter trace's
+    points). Waited for, not counted once: the board redraws every two seconds, and the
+    text above a plot can show the last trial before Plotly has redrawn the plot."""
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name=tab).click()
     panel = page.get_by_role("tabpanel", name=tab)
     expect(panel.locator(".js-plotly-plot").first).to_be_visible(timeout=WAIT_MS)
-    page.wait_for_timeout(500)
-    return panel.locator(".js-plotly-plot .scatterlayer .points path").count()
+    expect(panel.locator(".js-plotly-plot .scatterlayer .points path")).to_have_count(
+        n, timeout=WAIT_MS)
 
 
 def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path):
@@ -100,13 +102,14 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
 
             expect(owner.get_by_text("4 of 4 trial(s) done")).to_be_visible(timeout=WAIT_MS)
             expect(owner.get_by_text("· stopped")).to_have_count(0)
-            assert _points(owner, "Slice") == 2 * 4  # a panel per knob, a point per trial
-            assert _points(owner, "Contour") == 4
-
             runs = [r for r in RunStore(tmp_path / "runs", recover=False).list_runs()
                     if r.sweep == "study:room-study"]
-            assert len(runs) == 4 and {r.status.value for r in runs} == {"finished"}
+            assert len(runs) == 4 and {r.status.value for r in runs} == {"finished"}, [
+                (r.status.value, r.message) for r in runs]
             settings = {(r.config.params["epochs"], r.config.params["n_features"]) for r in runs}
             assert settings == {(300, 100), (300, 200), (600, 100), (600, 200)}
+
+            _expect_points(owner, "Slice", 2 * 4)  # a panel per knob, a point per trial
+            _expect_points(owner, "Contour", 4)
         finally:
             browser.close()
