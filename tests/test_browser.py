@@ -102,11 +102,16 @@ def test_an_unknown_page_says_so_with_links_and_a_bad_link_leaves_the_url(server
             expect(page.get_by_text("no_such_page", exact=False).first).to_be_visible()
             expect(page.get_by_role("button", name="Train", exact=True)).to_have_count(0)
             # Streamlit's own "Page not found" dialog comes too (it says it runs the main
-            # page); closed, the page's links lead on
+            # page); closed, the page's links lead on. Escape only once it is drawn: pressed
+            # before, it closes nothing and the dialog then covers the link.
+            dialog = page.get_by_role("dialog").filter(has_text="Page not found")
+            expect(dialog).to_be_visible(timeout=WAIT_MS)
             page.keyboard.press("Escape")
+            expect(dialog).to_have_count(0, timeout=WAIT_MS)
             page.get_by_test_id("stMain").get_by_role("link", name="Accountant").click()
             expect(page.get_by_role("heading", name="Accountant")).to_be_visible(timeout=WAIT_MS)
-            expect(page.get_by_text("No such page")).to_have_count(0)
+            # The old page's text stays on screen until the new page's run ends.
+            expect(page.get_by_text("No such page")).to_have_count(0, timeout=WAIT_MS)
 
             page.goto(f"{server}/?foo=1&eps=2", wait_until="domcontentloaded")
             expect(page.get_by_text("Ignored in the link")).to_be_visible(timeout=WAIT_MS)
@@ -145,10 +150,12 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
 
             _pick(page, "Dataset", "breast_cancer")
             expect(page.get_by_text("defaults for breast_cancer")).to_be_visible(timeout=WAIT_MS)
-            expect(epochs).to_have_value(str(Params.for_data(cancer).epochs))
+            # The same rerun redraws the knobs below that caption and rewrites the URL at
+            # its end: on a busy machine, later than expect()'s default 5 s.
+            expect(epochs).to_have_value(str(Params.for_data(cancer).epochs), timeout=WAIT_MS)
             expect(page.get_by_role("spinbutton", name="n features")).to_have_value(
-                f"{Params.for_data(cancer).n_features}")
-            expect(page).not_to_have_url(re.compile("dpmerf_epochs=45"))
+                f"{Params.for_data(cancer).n_features}", timeout=WAIT_MS)
+            expect(page).not_to_have_url(re.compile("dpmerf_epochs=45"), timeout=WAIT_MS)
 
             _pick(page, "Dataset", "digits")
             expect(epochs).to_have_value(str(Params.for_data(digits).epochs),
@@ -157,7 +164,7 @@ def test_switching_dataset_and_method_resets_knobs_in_the_browser(server):
             teachers = page.get_by_role("spinbutton", name="teachers")
             expect(teachers).to_have_value(str(DLParams.for_data(digits).teachers),
                                            timeout=WAIT_MS)
-            expect(page).not_to_have_url(re.compile("dpmerf_"))
+            expect(page).not_to_have_url(re.compile("dpmerf_"), timeout=WAIT_MS)
         finally:
             browser.close()
 
@@ -251,7 +258,7 @@ def test_a_reload_keeps_my_run_and_only_i_can_stop_it(server, tmp_path):
             expect(page.get_by_text(run.run_id).first).to_be_visible(timeout=WAIT_MS)
             expect(_one(page, stop)).to_be_enabled(timeout=WAIT_MS)
             # No duplicate Train while it trains.
-            expect(_one(page, ".st-key-pg_train", "Train")).to_be_disabled()
+            expect(_one(page, ".st-key-pg_train", "Train")).to_be_disabled(timeout=WAIT_MS)
 
             other = browser.new_context(viewport={"width": 1400, "height": 2000})
             theirs = other.new_page()  # a different participant: no cookie of mine
