@@ -11,7 +11,7 @@ import re
 import pytest
 
 from conftest import HANG_S
-from test_browser import ARGS, CHROMIUM, WAIT_MS, _pick
+from test_browser import ARGS, CHROMIUM, WAIT_MS, _one, _pick
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"{CHROMIUM} is absent (install the chromium package)")
@@ -90,11 +90,13 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
             # while the study surely runs (its Stop shows only then).
             stranger = browser.new_context(viewport={"width": 1400, "height": 2200}).new_page()
             stranger.goto(f"{server}/tune", wait_until="domcontentloaded")
-            stop = stranger.get_by_role("button", name="Stop the study")
-            expect(stop).to_be_visible(timeout=WAIT_MS)
-            stop.click()
-            expect(stranger.get_by_text("belongs to another participant")).to_be_visible(
-                timeout=WAIT_MS)
+            _one(stranger, ".st-key-tune_stop", "Stop the study").click()
+            # The refusal is drawn in the board's fragment, whose next two-second redraw
+            # takes it away: look for it at every frame, not at expect()'s polls a second
+            # apart, which a busy machine can fit between the two redraws.
+            stranger.wait_for_function(
+                "() => document.body.innerText.includes('belongs to another participant')",
+                polling="raf", timeout=WAIT_MS)
 
             # A reload is a new Streamlit session: the study goes on and is shown again.
             owner.reload(wait_until="domcontentloaded")
