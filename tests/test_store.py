@@ -87,6 +87,23 @@ def test_restart_marks_stale_runs_interrupted_and_keeps_finished(tmp_path):
     assert reopened.metric_history(dead)["loss"] == [(3, 1.0)]
 
 
+def test_a_workers_own_dead_trainer_is_left_for_it_to_reap(tmp_path):
+    """A worker's heartbeat recovers rows of dead owners, but not its own running runs:
+    it reads their trainer's end itself, so a trainer killed mid-run is FAILED with its
+    exit code (CI once saw it INTERRUPTED: the heartbeat came between the kill and the
+    reap)."""
+    store = RunStore(tmp_path)
+    mine, other = store.create_run(RunConfig()), store.create_run(RunConfig())
+    for rid in (mine, other):
+        store.mark_running(rid)
+    con = sqlite3.connect(tmp_path / "runs.db")
+    con.execute("UPDATE runs SET owner='999999999:0' WHERE id IN (?, ?)", (mine, other))
+    con.commit()
+    con.close()
+    assert store.recover_stale(mine={mine: object()}) == [other]
+    assert store.get_run(mine).status == "running" and store.get_run(other).status == "interrupted"
+
+
 def test_rows_without_owner_fall_back_to_the_heartbeat(tmp_path):
     store = RunStore(tmp_path)
     rid = store.create_run(RunConfig())

@@ -109,7 +109,8 @@ class PollLoop:
 
     def _beat(self) -> None:
         self.store.heartbeat(self.running)
-        self.store.recover_stale()  # rows of trainers that died with a worker
+        # rows of trainers that died with a worker; this worker's own are reaped by _reap
+        self.store.recover_stale(mine=self.running)
 
     def _reap(self) -> None:
         raise NotImplementedError

@@ -81,20 +81,23 @@ class QueueMixin:
             con.executemany("UPDATE runs SET heartbeat=? WHERE id=?", [(now, i) for i in ids])
             con.commit()
 
-    def recover_stale(self, *, stale_after_s: float = STALE_AFTER_S) -> list[str]:
+    def recover_stale(self, *, stale_after_s: float = STALE_AFTER_S,
+                      mine=()) -> list[str]:
         """Mark QUEUED/RUNNING runs as INTERRUPTED when the process that owned them is
         gone (checked at once, so a quick restart after a kill sees it) or, for rows
         without a known owner, when their heartbeat stopped.
 
         Called when a store opens (app start). Their last metrics stay; the message says
-        what happened. Rows owned by this process or another live one are left alone.
+        what happened. Rows owned by this process or another live one are left alone, and
+        so are the run ids in `mine`: a worker's own trainers, whose end it reads itself
+        (a trainer killed mid-run is FAILED with its exit code, not INTERRUPTED).
         """
         cutoff = time.time() - stale_after_s
         con = self._con()
         ids = []
         for r in con.execute("SELECT id, owner, COALESCE(heartbeat, created) AS beat FROM runs "
                              "WHERE status IN (?,?)", (RunStatus.QUEUED.value, RunStatus.RUNNING.value)):
-            if r["owner"] == OWNER:
+            if r["owner"] == OWNER or r["id"] in mine:
                 continue
             if r["owner"] is not None:  # a known owner decides alone: alive means active
                 stale = process_token(int(r["owner"].split(":")[0])) != r["owner"]
