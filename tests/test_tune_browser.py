@@ -91,12 +91,12 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
             stranger = browser.new_context(viewport={"width": 1400, "height": 2200}).new_page()
             stranger.goto(f"{server}/tune", wait_until="domcontentloaded")
             _one(stranger, ".st-key-tune_stop", "Stop the study").click()
-            # The refusal is drawn in the board's fragment, whose next two-second redraw
-            # takes it away: look for it at every frame, not at expect()'s polls a second
-            # apart, which a busy machine can fit between the two redraws.
-            stranger.wait_for_function(
-                "() => document.body.innerText.includes('belongs to another participant')",
-                polling="raf", timeout=WAIT_MS)
+            # The refusal stays while the study runs (the board's two-second redraws keep it)
+            expect(stranger.get_by_text("belongs to another participant")).to_be_visible(
+                timeout=WAIT_MS)
+            stranger.wait_for_timeout(2500)  # past the next redraw: still there
+            expect(stranger.get_by_text("belongs to another participant")).to_be_visible(
+                timeout=WAIT_MS)
 
             # A reload is a new Streamlit session: the study goes on and is shown again.
             owner.reload(wait_until="domcontentloaded")

@@ -117,7 +117,12 @@ def board(jm, name: str) -> None:
                 studies.stop(jm.manager, name, session=jm.session, instructor=jm.instructor)
                 st.toast("Stopping: its queued and running trials end as FAIL.")
             except InputError as err:  # NotOwner: not this browser's study
-                show_input_error(err)
+                st.session_state["tune_stop_refused"] = (name, err)
+        # kept while the study runs: the fragment's next redraw, two seconds on, would
+        # otherwise take the refusal away before a reader has seen it
+        refused = st.session_state.get("tune_stop_refused")
+        if refused and refused[0] == name and running:
+            show_input_error(refused[1])
         trials_table(res)
         trial_view.draw(jm, res)
         _plots(optuna_study(root, name), res, jm)
