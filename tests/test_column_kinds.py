@@ -28,8 +28,12 @@ SCHEMA = {"age": {"kind": "integer", "bounds": [17, 90]},
           "hours": {"kind": "bounded", "bounds": [1, 99]}}
 
 
+# DP-MERF overdraws the point mass (measured: 1.6 % of its synthetic gains non-zero, 30 runs,
+# least 0.7 %), so 400 synthetic rows held no non-zero gain in about 0.8 % of runs (the mean
+# of p^400 over those runs' shares p); 20,000 rows held 138 or more in every run.
 @pytest.mark.parametrize("method,knobs", [("dpmerf", ["--param", "epochs=2",
-                                                      "--param", "n_features=100"]),
+                                                      "--param", "n_features=100",
+                                                      "--n-synthetic", "20000"]),
                                           ("marginals", []),
                                           ("aim", ["--param", "iters=5",
                                                    "--param", "final_iters=5",
