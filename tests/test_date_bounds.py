@@ -50,10 +50,18 @@ def test_a_one_year_date_column_gets_bounds_about_a_year_wide_at_epsilon_1():
 
 
 def test_other_columns_keep_the_geometric_grid():
+    """In one release the date column gets the day grid and the other column the
+    geometric one. The date bounds are under 500 days wide but for a far false cell:
+    measured 90 of 10,000 draws wider (one draw failed ~1 % of runs), so 20 draws are
+    made and 15 must be narrow (6 or more wide: C(20,6)·p^6 ≈ 3e-8 at p = .009)."""
     x = np.column_stack([_year_of_days(3200)[:, 0], np.linspace(17, 90, 3200)])
-    (d_lo, d_hi), (a_lo, a_hi) = dp_bounds.release_bounds(x, noise_std=16.7,
-                                                         dates=[True, False])
-    assert d_hi - d_lo < 500 and a_lo in dp_bounds.grid(4) and a_hi in dp_bounds.grid(4)
+    days = dp_bounds.day_grid(dp_bounds.day_width(len(x), 16.7))
+    draws = [dp_bounds.release_bounds(x, noise_std=16.7, dates=[True, False])
+             for _ in range(20)]
+    for (d_lo, d_hi), (a_lo, a_hi) in draws:
+        assert d_lo in days and d_hi in days  # whole-day cells, not the relative grid
+        assert a_lo in dp_bounds.grid(4) and a_hi in dp_bounds.grid(4)
+    assert sum(d_hi - d_lo < 500 for (d_lo, d_hi), _ in draws) >= 15
 
 
 @pytest.mark.parametrize("method", ["marginals", "aim"])
