@@ -105,4 +105,5 @@ def _quiet_machine(monkeypatch):
     from engine.store import cost_cache
 
     monkeypatch.setattr(cost_cache, "_load", lambda: 0.0)
+    monkeypatch.setattr(cost_cache, "_lasting_load", lambda: 0.0)
     monkeypatch.setattr(cost_cache, "_cpu", time.perf_counter)  # CPU share 1: never starved

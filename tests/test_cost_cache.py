@@ -235,7 +235,22 @@ def test_a_spike_during_the_first_timing_only_keeps_the_second(monkeypatch, tmp_
 
 
 def test_the_spike_rule():
+    cores = cost_cache._cores()
     assert not cost_cache.spiked(0.1, 0.1, 0.0)  # too short to judge by CPU share
     assert cost_cache.spiked(0.1, 1.0, 0.0)  # starved
-    assert cost_cache.spiked(1.0, 1.0, 1.6 * cost_cache._cores())  # loaded
-    assert not cost_cache.spiked(0.6, 1.0, 1.4 * cost_cache._cores())
+    assert cost_cache.spiked(1.0, 1.0, 1.6 * cores)  # loaded
+    assert not cost_cache.spiked(0.6, 1.0, 1.4 * cores)
+    # a load that has lasted five minutes is the machine's state, starved or loaded
+    assert not cost_cache.spiked(0.1, 1.0, 1.6 * cores, lasting=1.6 * cores)
+    assert cost_cache.spiked(1.0, 1.0, 1.6 * cores, lasting=1.4 * cores)  # a burst on top
+
+
+def test_a_timing_under_a_lasting_load_is_kept_fresh(monkeypatch, tmp_path):
+    """A busy machine (four runs on two cores for five minutes and more): the timing is
+    what a run meets, so it is served fresh, not re-timed by every preview."""
+    monkeypatch.setenv("DPSYNTH_RUNS", str(tmp_path))
+    compute, calls = _spiky(monkeypatch, 4.0, 0.3)
+    monkeypatch.setattr(cost_cache, "_lasting_load", lambda: 3.5)
+    cache = cost_cache.TimedCache("busy")
+    assert cache.get("shape", compute) == {"step": 1.0} and len(calls) == 1
+    assert cost_cache.TimedCache("busy").peek("shape") == ({"step": 1.0}, True)

@@ -16,6 +16,10 @@ module fixes both:
   SPIKE_LOAD per core) is taken once more at once, and a spiked figure is kept as stale
   only: shown while nothing better exists, re-timed by the next preview, never served
   as fresh (a one-off spike once predicted 5 min 22 s for a 21.7 s run and stayed).
+  A load that lasts is not a spike: when the five-minute load average is over SPIKE_LOAD
+  per core too, a run started now meets that load as well, so the timing is kept (the
+  load-change rule above re-times it when the load goes). Without this, every preview on
+  a busy machine re-timed every 30 s, taking CPU from the runs that made it busy.
 A cache with a name is also kept on disk (`timings_dir`), so a timing taken in one process
 serves another: the web server never times training itself (engine/runs/cost_probe.py times
 in a process of its own and the page reads the result from here).
@@ -53,6 +57,14 @@ def _load() -> float:
         return 0.0
 
 
+def _lasting_load() -> float:
+    """The five-minute load average: what the machine has been doing, not a burst."""
+    try:
+        return os.getloadavg()[1]
+    except OSError:
+        return 0.0
+
+
 def _cpu() -> float:  # this process's CPU seconds, all threads (tests pin it)
     return time.process_time()
 
@@ -61,9 +73,13 @@ def _wall() -> float:
     return time.perf_counter()
 
 
-def spiked(cpu_s: float, wall_s: float, load: float) -> bool:
+def spiked(cpu_s: float, wall_s: float, load: float, lasting: float = 0.0) -> bool:
     """Whether a timing of `wall_s` seconds, during which this process ran `cpu_s` CPU
-    seconds and the load average reached `load`, met a load spike (module docstring)."""
+    seconds and the load average reached `load`, met a load spike (module docstring); not
+    when the five-minute average stayed at `lasting` or more, over SPIKE_LOAD per core:
+    that load is the machine's state, and a run meets it too."""
+    if lasting > SPIKE_LOAD * _cores():
+        return False
     starved = wall_s >= SPIKE_MIN_WALL and cpu_s < SPIKE_CPU_SHARE * wall_s
     return starved or load > SPIKE_LOAD * _cores()
 
@@ -158,9 +174,10 @@ class TimedCache:
 
 def _timed(compute: Callable[[], Any]) -> tuple[Any, bool]:
     """(compute(), whether a load spike met it)."""
-    load, cpu, wall = _load(), _cpu(), _wall()
+    load, lasting, cpu, wall = _load(), _lasting_load(), _cpu(), _wall()
     value = compute()
-    return value, spiked(_cpu() - cpu, _wall() - wall, max(load, _load()))
+    return value, spiked(_cpu() - cpu, _wall() - wall, max(load, _load()),
+                         min(lasting, _lasting_load()))
 
 
 def default_store():
