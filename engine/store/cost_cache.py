@@ -75,9 +75,9 @@ def _wall() -> float:
 
 def spiked(cpu_s: float, wall_s: float, load: float, lasting: float = 0.0) -> bool:
     """Whether a timing of `wall_s` seconds, during which this process ran `cpu_s` CPU
-    seconds and the load average reached `load`, met a load spike (module docstring); not
-    when the five-minute average stayed at `lasting` or more, over SPIKE_LOAD per core:
-    that load is the machine's state, and a run meets it too."""
+    seconds and the load average reached `load`, met a load spike (module docstring).
+    Never when `lasting`, the lowest five-minute load average seen around the timing, is
+    over SPIKE_LOAD per core: that load is the machine's state, and a run meets it too."""
     if lasting > SPIKE_LOAD * _cores():
         return False
     starved = wall_s >= SPIKE_MIN_WALL and cpu_s < SPIKE_CPU_SHARE * wall_s
