@@ -208,9 +208,8 @@ def test_the_board_shows_the_private_run_and_the_three_paths(runs_root):
 def test_cli_tune_on_public_reports_its_one_private_run(runs_root, capsys):
     from engine.cli.commands import main
 
-    params = TINY_DPMERF_ARGS
     assert main(["tune", "--method", "dpmerf", "--dataset", "digits_private", "--epsilon", "1",
-                 "--tune-on", "digits_public", "--knob", "lr=1e-3:1e-1:log", *params,
+                 "--tune-on", "digits_public", "--knob", "lr=1e-3:1e-1:log", *TINY_DPMERF_ARGS,
                  "--trials", "2", "--sampler", "random", "--study", "pubcli", "--json"]) == 0
     out, err = capsys.readouterr()
     got = json.loads(out)

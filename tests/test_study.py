@@ -204,9 +204,8 @@ def test_cli_study_end_to_end_the_preview_total_is_the_ledgers(runs_root, capsys
     ledger, the preview's forecast equal to the ledger's total afterwards."""
     from engine.cli.commands import main
 
-    params = TINY_DPMERF_ARGS
     assert main(["tune", "--method", "dpmerf", "--dataset", "digits", "--epsilon", "1",
-                 "--knob", "lr=1e-3:1e-1:log", "--knob", "n_features=200,400", *params,
+                 "--knob", "lr=1e-3:1e-1:log", "--knob", "n_features=200,400", *TINY_DPMERF_ARGS,
                  "--trials", "3", "--sampler", "tpe", "--study", "cli", "--json"]) == 0
     out, err = capsys.readouterr()
     got = json.loads(out)

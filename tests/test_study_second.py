@@ -104,9 +104,8 @@ def test_cli_epsilon_searched_the_ledger_charges_each_trials_own(runs_root, caps
     """Tiny DP-MERF trials at their own ε through the real worker and ledger."""
     from engine.cli.commands import main
 
-    params = TINY_DPMERF_ARGS
     assert main(["tune", "--method", "dpmerf", "--dataset", "digits",
-                 "--knob", "epsilon=0.3:3:log", "--knob", "lr=1e-3:1e-1:log", *params,
+                 "--knob", "epsilon=0.3:3:log", "--knob", "lr=1e-3:1e-1:log", *TINY_DPMERF_ARGS,
                  "--trials", "3", "--sampler", "random", "--second", "epsilon",
                  "--importance", "fanova", "--study", "eps", "--json"]) == 0
     out, err = capsys.readouterr()

@@ -50,19 +50,20 @@ def _clock() -> float:  # tests monkeypatch these two, never sleep
     return time.time()
 
 
-def _load() -> float:
+def _loadavg() -> tuple[float, float, float]:
     try:
-        return os.getloadavg()[0]
+        return os.getloadavg()
     except OSError:
-        return 0.0
+        return (0.0, 0.0, 0.0)
+
+
+def _load() -> float:
+    return _loadavg()[0]
 
 
 def _lasting_load() -> float:
     """The five-minute load average: what the machine has been doing, not a burst."""
-    try:
-        return os.getloadavg()[1]
-    except OSError:
-        return 0.0
+    return _loadavg()[1]
 
 
 def _cpu() -> float:  # this process's CPU seconds, all threads (tests pin it)
@@ -78,10 +79,11 @@ def spiked(cpu_s: float, wall_s: float, load: float, lasting: float = 0.0) -> bo
     seconds and the load average reached `load`, met a load spike (module docstring).
     Never when `lasting`, the lowest five-minute load average seen around the timing, is
     over SPIKE_LOAD per core: that load is the machine's state, and a run meets it too."""
-    if lasting > SPIKE_LOAD * _cores():
+    limit = SPIKE_LOAD * _cores()
+    if lasting > limit:
         return False
     starved = wall_s >= SPIKE_MIN_WALL and cpu_s < SPIKE_CPU_SHARE * wall_s
-    return starved or load > SPIKE_LOAD * _cores()
+    return starved or load > limit
 
 
 def _cores() -> int:
