@@ -110,6 +110,24 @@ def test_training_runs_in_a_worker_process_not_the_caller(jm):
     assert int(jm.store.get_run(rid).owner.split(":")[0]) == trainer
 
 
+def test_workers_and_trainers_are_forked_from_this_processs_one_server(jm):
+    """engine/core/processes.start_child: the worker and its trainers all come from the
+    fork server this process started (torch imported once there), not a trainer from a
+    server of the worker's own, which would import everything again per worker."""
+    from pathlib import Path
+
+    def parent(pid: int) -> int:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+    rid = jm.submit(fake(seed=110))
+    assert jm.wait(rid, timeout=60) == RunStatus.FINISHED
+    trainer, server = pids(jm.store.artifact_dir(rid))
+    worker = int((jm.store.root / "worker.pid").read_text().split(":")[0])
+    assert parent(worker) == server != worker  # the trainer is not the worker's own child
+    assert parent(server) == os.getpid()  # and the server is this process's
+    assert "forkserver" in Path(f"/proc/{server}/cmdline").read_text()
+
+
 def test_one_job_per_device_at_a_time_in_fifo_order(jm):
     ids = [jm.submit(fake(seed=200 + i, sleep=0.05)) for i in range(4)]
     assert [jm.wait(i, timeout=60) for i in ids] == [RunStatus.FINISHED] * 4

@@ -1,8 +1,8 @@
 """Membership attacks as jobs of the worker process, like training: the app queues one
 (engine/store/attack_jobs.py), the worker's poll loop (engine/jobs/scheduling.PollLoop,
-both backends) starts it here in a spawned process of its own, niced like a trainer, and
-the measuring writes its progress and its end into the store, where the page reads them.
-The result is the run's attack.json (engine/audit/membership_run.py).
+both backends) starts it here in a process of its own (engine/core/processes.start_child),
+niced like a trainer, and the measuring writes its progress and its end into the store,
+where the page reads them. The result is the run's attack.json (engine/audit/membership_run.py).
 
 One job at a time: the attacks' nearest neighbours and density estimates use every core
 their pools are given, and a second one beside them would only slow both.
@@ -10,14 +10,11 @@ their pools are given, and a second one beside them would only slow both.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 
 from engine.core.errors import InputError
-from engine.core.processes import TRAINER_NICE, die_with
+from engine.core.processes import TRAINER_NICE, start_child
 from engine.store.runs import RunStore
-
-CTX = mp.get_context("spawn")  # never fork a worker that may hold threads
 
 
 class AttackJobs:
@@ -47,9 +44,8 @@ class AttackJobs:
         run_id = self.store.claim_attack()
         if run_id is not None:
             self.run_id = run_id
-            self.process = CTX.Process(target=measure, args=(str(self.store.root), run_id),
+            self.process = start_child(measure, (str(self.store.root), run_id),
                                        name=f"dpsynth-attack-{run_id}")
-            self.process.start()
 
     def close(self, reason: str) -> None:
         if self.process is not None:
@@ -61,8 +57,7 @@ class AttackJobs:
 
 def measure(root: str, run_id: str) -> None:
     """Entry point of a measuring process: attack the run's release, progress and end
-    into the store (an error as the page shows it)."""
-    die_with(os.getppid())
+    into the store (an error as the page shows it). It ends with the worker."""
     os.nice(TRAINER_NICE)  # pages first, as for training
     from engine.audit import membership_run
 

@@ -36,7 +36,8 @@ from engine.store.records import ACTIVE, RunRecord, RunStatus, record_fields
 from engine.methods.registry import params_for, settings_for
 from engine.store.runs import RunStore
 from engine.jobs.scheduling import HEARTBEAT_S, LIVE_SAMPLES, WorkerSettings, published_slots
-from engine.jobs.worker import CTX, serve, worker_alive
+from engine.core.processes import CTX, start_child, warm
+from engine.jobs.worker import serve, worker_alive
 
 SUPERVISE_S = 1.0  # how often the app checks that queued runs have a live worker
 PLAN_REUSE_S = 0.5  # snapshots within this of each other share one queue plan
@@ -140,6 +141,7 @@ class JobManager:
             # unset, Ray is never imported.
             ray_address=ray_address or os.environ.get("DPSYNTH_RAY_ADDRESS") or None)
         self._worker: Any = None
+        warm()  # the fork server's imports run now, not when the first Train waits on them
         self._closing = CTX.Event()
         self._closed = threading.Event()
         self._lock = threading.Lock()
@@ -329,9 +331,10 @@ class JobManager:
                 return
             if self._worker is not None:
                 self._worker.join(0)
-            self._worker = CTX.Process(target=serve, args=(self.settings, self._closing),
-                                       name="dpsynth-worker")
-            self._worker.start()
+            # not dying with this process: it watches the app itself, and on its own
+            # ending marks the runs it had INTERRUPTED
+            self._worker = start_child(serve, (self.settings, self._closing),
+                                       name="dpsynth-worker", dies_with_me=False)
 
     def _stop_worker(self, timeout: float = 5.0) -> None:
         self._closing.set()

@@ -28,7 +28,7 @@ LIVE_SAMPLES = "live.npz"  # the latest sample batch of a running run, in its ar
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """What the worker needs; picklable, so it travels to spawned processes."""
+    """What the worker needs; picklable, so it travels to the processes it starts."""
 
     root: str
     parent: str  # process token ("pid:start") of the app; the worker ends when it does

@@ -4,14 +4,16 @@ web server never trains and never competes with training for the GIL.
     app process (Streamlit)   JobManager: writes QUEUED rows and stop requests, reads progress
       └─ worker process       `serve`: one per run store (a lock file guards it); claims
            │                  QUEUED rows, one run per device slot, watches stop requests
-           └─ trainer process `train_loop`: one per device slot (plus one spare), spawned
+           └─ trainer process `train_loop`: one per device slot (plus one spare), started
                               ahead of need so torch is already imported when a run
                               arrives; runs one run at a time and writes its progress,
                               live samples and final status into the store
 
-Every process is started with the "spawn" method: no process is forked after torch has
-started its thread pools or CUDA. A trainer dies with its worker, and a worker with its
-app (each watches its parent), so no training outlives the app that asked for it.
+Every process is forked from a fork server that has only imported torch and the other
+heavy libraries (engine/core/processes.start_child): no process is forked after torch has
+started its thread pools or CUDA, and none waits 5 s for its imports. A trainer dies with
+its worker, and a worker with its app (each watches its starter), so no training outlives
+the app that asked for it.
 
 Guarantees kept from the thread-based runner: a run is FINISHED only after the trainer's
 "done" event; anything else ends FAILED, CANCELLED or INTERRUPTED, never success. Stop:
@@ -23,17 +25,15 @@ takes the next run. A trainer that dies mid-run leaves its run FAILED.
 from __future__ import annotations
 
 import fcntl
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-from engine.core.processes import OWNER, TRAINER_NICE, die_with, process_token
+from engine.core.processes import CTX, OWNER, TRAINER_NICE, process_token, start_child
 from engine.jobs.scheduling import STOP_GRACE_S, PollLoop, WorkerSettings, run
 from engine.store.runs import RunStatus, RunStore
 
-CTX = mp.get_context("spawn")
 _POOL_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -51,9 +51,10 @@ def serve(settings: WorkerSettings, closing) -> None:
         lock.close()
         return
     (root / "worker.pid").write_text(OWNER or "")
-    # Trainers are spawned from here: their BLAS and OpenMP pools (numpy, scikit-learn's
-    # evaluation) start with the run's thread count, or two runs side by side would each
-    # spin a pool of every core (measured: evaluation 10x slower with two slots).
+    # Trainers start from here (through a fork server this process starts, which loads
+    # numpy and scikit-learn with these variables): their BLAS and OpenMP pools start with
+    # the run's thread count, or two runs side by side would each spin a pool of every
+    # core (measured: evaluation 10x slower with two slots).
     for var in _POOL_VARS:
         os.environ[var] = str(settings.torch_threads)
     if settings.ray_address:  # only then is Ray imported (engine/jobs/ray_backend.py)
@@ -81,15 +82,14 @@ def worker_alive(root: str | os.PathLike) -> bool:
 
 
 class _Trainer:
-    """One spawned trainer process: runs the run ids it is sent, one at a time, and
+    """One trainer process: runs the run ids it is sent, one at a time, and
     answers each with "ready" when the run's end is in the store."""
 
     def __init__(self, settings: WorkerSettings) -> None:
         self.stop = CTX.Event()
         self.conn, child_end = CTX.Pipe()
-        self.process = CTX.Process(target=train_loop, args=(settings, child_end, self.stop),
+        self.process = start_child(train_loop, (settings, child_end, self.stop),
                                    name="dpsynth-trainer")
-        self.process.start()
         child_end.close()
         self.run_id: str | None = None
         self.device = ""
@@ -213,8 +213,8 @@ def _default_execute(*args, **kwargs):
 
 def train_loop(settings: WorkerSettings, conn, stop) -> None:
     """Entry point of a trainer process: import the engine once, then run each run id
-    the worker sends, answering "ready" when its end is in the store."""
-    die_with(os.getppid())
+    the worker sends, answering "ready" when its end is in the store. It ends with the
+    worker (engine/core/processes.start_child)."""
     os.nice(TRAINER_NICE)  # pages first: a busy CPU goes to the server, then to training
     import torch
 

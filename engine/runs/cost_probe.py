@@ -1,5 +1,6 @@
 """Cost timings away from the web server: `request(config)` starts a short-lived process
-that times the run's shape and leaves the rates in the shared cache (engine/store/cost_cache.py).
+(engine/core/processes.start_child: forked with torch already imported) that times the run's
+shape and leaves the rates in the shared cache (engine/store/cost_cache.py).
 
 The web server never trains, and timing a few generator steps is training: so the
 Playground's preview asks for the cost with `time_here=False` (engine/runs/runner.preview),
@@ -9,32 +10,26 @@ with the torch threads a trainer slot gets (engine/runs/slots.py), so it times w
 will meet. It loads the data the run would (the same loader), but the timing reads no
 record (engine/methods/dpmerf/cost.py), so it costs no privacy.
 
-    python -m engine.runs.cost_probe '<RunConfig JSON>'
+    python -m engine.runs.cost_probe '<RunConfig JSON>'   (the same timing, by hand)
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-import engine
 from engine.core.config import RunConfig
-from engine.core.processes import TRAINER_NICE
+from engine.core.processes import TRAINER_NICE, start_child
 
 RETRY_S = 30.0  # a key is not probed again sooner than this, even if its timing went stale
 
-# The module the probe's process runs (`python -m`): this one, wherever it lives.
-MODULE = __name__ if __name__ != "__main__" else __spec__.name
-ROOT = Path(engine.__file__).resolve().parent.parent  # the folder that holds `engine`
-
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_started: dict[object, tuple[float, subprocess.Popen]] = {}
+_started: dict[object, tuple[float, "_Probe"]] = {}  # key: (when, its probe)
 
 
 def away(config: RunConfig) -> dict:
@@ -61,16 +56,11 @@ def request(key: object, config: RunConfig) -> bool:
     or ran less than RETRY_S ago. True when a process was started."""
     with _lock:
         last = _started.get(key)
-        if last is not None and (last[1].poll() is None or time.time() - last[0] < RETRY_S):
+        if last is not None and (last[1].is_alive() or time.time() - last[0] < RETRY_S):
             return False
         path = log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as out:  # a probe that fails says why here, not in /dev/null
-            proc = subprocess.Popen([sys.executable, "-m", MODULE, config.to_json()],
-                                    cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                    start_new_session=True)
-        threading.Thread(target=_watch, args=(proc, path), daemon=True).start()
-        _started[key] = (time.time(), proc)
+        _started[key] = (time.time(), _Probe(config.to_json(), path))
         return True
 
 
@@ -78,12 +68,9 @@ def wait_started(timeout: float | None = None) -> None:
     """Block until every probe this process started has ended: a caller that must show a
     timed figure before it goes on (the CLI's study preview) waits for it here."""
     with _lock:
-        procs = [proc for _, proc in _started.values()]
-    for proc in procs:
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass  # the preview then says "measuring…", as the page does
+        probes = [probe for _, probe in _started.values()]
+    for probe in probes:
+        probe.ended.wait(timeout)  # past it the preview says "measuring…", as the page does
 
 
 def log_path() -> Path:
@@ -93,12 +80,41 @@ def log_path() -> Path:
     return timings_dir() / "cost_probe.log"
 
 
-def _watch(proc: subprocess.Popen, path: Path) -> None:
-    """Say so in the server's log when a probe fails: its timing will not come, and the
-    preview would otherwise say "measuring…" until the next retry fails the same way."""
-    if proc.wait() != 0:
-        log.warning("cost probe %s exited with %s; its output is in %s", proc.args[2],
-                    proc.returncode, path)
+class _Probe:
+    """One probe process, started and watched from a thread of its own: the first start
+    after the app's waits for the fork server's imports (about 5 s), which the page that
+    asked must not. A probe that fails is said in the server's log: its timing will not
+    come, and the preview would otherwise say "measuring…" until the next retry fails the
+    same way."""
+
+    def __init__(self, config_json: str, path: Path) -> None:
+        self.ended = threading.Event()
+        threading.Thread(target=self._run, args=(config_json, path), daemon=True,
+                         name="dpsynth-cost-probe").start()
+
+    def is_alive(self) -> bool:
+        return not self.ended.is_set()
+
+    def _run(self, config_json: str, path: Path) -> None:
+        try:
+            proc = start_child(_probe, (config_json, str(path)), name="dpsynth-cost-probe")
+            proc.join()
+            code = proc.exitcode
+        except Exception as e:  # the fork server could not start one
+            code = f"{type(e).__name__}: {e}"
+        finally:
+            self.ended.set()
+        if code != 0:
+            log.warning("cost probe exited with %s; its output is in %s", code, path)
+
+
+def _probe(config_json: str, log: str) -> None:
+    """The probe's process: its output goes to `log` (a probe that fails says why there,
+    not in /dev/null), and a failure is its exit code."""
+    with open(log, "ab", buffering=0) as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+    main([config_json])  # an exception: its traceback to stderr, exit code 1 (multiprocessing)
 
 
 def measure(config: RunConfig) -> dict:
