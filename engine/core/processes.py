@@ -78,7 +78,9 @@ PRELOAD = ["numpy", "scipy.stats", "pandas", "torch", "torchvision", "sklearn.li
 
 
 def _context():
-    if "forkserver" not in mp.get_all_start_methods():  # Windows: spawn, as before
+    # Linux only: macOS's system frameworks are not safe to fork once loaded (why Python
+    # spawns there by default), and Windows has no fork. Those spawn, as before.
+    if not sys.platform.startswith("linux"):
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
