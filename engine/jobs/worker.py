@@ -51,10 +51,10 @@ def serve(settings: WorkerSettings, closing) -> None:
         lock.close()
         return
     (root / "worker.pid").write_text(OWNER or "")
-    # Trainers start from here (through a fork server this process starts, which loads
-    # numpy and scikit-learn with these variables): their BLAS and OpenMP pools start with
-    # the run's thread count, or two runs side by side would each spin a pool of every
-    # core (measured: evaluation 10x slower with two slots).
+    # Trainers start from here and take these variables with them (start_child applies
+    # them to the pools the fork server loaded): their BLAS and OpenMP pools run with the
+    # run's thread count, or two runs side by side would each spin a pool of every core
+    # (measured: evaluation 10x slower with two slots).
     for var in _POOL_VARS:
         os.environ[var] = str(settings.torch_threads)
     if settings.ray_address:  # only then is Ray imported (engine/jobs/ray_backend.py)

@@ -81,8 +81,8 @@ def log_path() -> Path:
 
 
 class _Probe:
-    """One probe process, started and watched from a thread of its own: the first start
-    after the app's waits for the fork server's imports (about 5 s), which the page that
+    """One probe process, started and watched from a thread of its own: a start soon after
+    the app's own waits for the fork server's imports (about 5 s), which the page that
     asked must not. A probe that fails is said in the server's log: its timing will not
     come, and the preview would otherwise say "measuring…" until the next retry fails the
     same way."""
@@ -108,10 +108,10 @@ class _Probe:
             log.warning("cost probe exited with %s; its output is in %s", code, path)
 
 
-def _probe(config_json: str, log: str) -> None:
-    """The probe's process: its output goes to `log` (a probe that fails says why there,
-    not in /dev/null), and a failure is its exit code."""
-    with open(log, "ab", buffering=0) as out:
+def _probe(config_json: str, log_file: str) -> None:
+    """The probe's process: its output goes to `log_file` (a probe that fails says why
+    there, not in /dev/null), and a failure is its exit code."""
+    with open(log_file, "ab", buffering=0) as out:
         os.dup2(out.fileno(), 1)
         os.dup2(out.fileno(), 2)
     main([config_json])  # an exception: its traceback to stderr, exit code 1 (multiprocessing)
