@@ -61,18 +61,25 @@ def _start_study(page, server) -> None:
 def _expect_points(page, tab: str, n: int) -> None:
     """The `tab` plot of the board comes to show `n` markers (every scatter trace's
     points). Waited for, not counted once: the board redraws every two seconds, and the
-    text above a plot can show the last trial before Plotly has redrawn the plot."""
-    from playwright.sync_api import expect
+    text above a plot can show the last trial before Plotly has redrawn the plot. A redraw
+    also keeps the old tabs beside the new ones for a moment (as for a button,
+    test_browser._one), so the click is tried again until one lands between redraws."""
+    import time
 
-    tabs = page.get_by_role("tab", name=tab)
-    # the board's last full rerun (the study ended) briefly keeps the old tabs beside the
-    # new ones, as for a button (test_browser._one)
-    expect(tabs).to_have_count(1, timeout=WAIT_MS)
-    tabs.click()
-    panel = page.get_by_role("tabpanel", name=tab)
-    expect(panel.locator(".js-plotly-plot").first).to_be_visible(timeout=WAIT_MS)
-    expect(panel.locator(".js-plotly-plot .scatterlayer .points path")).to_have_count(
-        n, timeout=WAIT_MS)
+    from playwright.sync_api import Error, expect
+
+    deadline = time.time() + HANG_S
+    while True:
+        try:
+            page.get_by_role("tab", name=tab).click(timeout=5000)  # strict: one tab, or Error
+            panel = page.get_by_role("tabpanel", name=tab)
+            expect(panel.locator(".js-plotly-plot").first).to_be_visible(timeout=5000)
+            expect(panel.locator(".js-plotly-plot .scatterlayer .points path")).to_have_count(
+                n, timeout=5000)
+            return
+        except (Error, AssertionError):
+            if time.time() > deadline:
+                raise
 
 
 def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path):
