@@ -16,7 +16,9 @@ store, per run:
 The Ray-minus-local difference of the medians is Ray's own overhead per run. Also stop
 latency: a long DP-MERF run is stopped mid-training, request → CANCELLED.
 
-    .venv/bin/python bench/ray_overhead.py [--runs 8] [--cpus 2] [--tiny]
+    .venv/bin/python bench/ray_overhead.py [--runs 8] [--cpus 2] [--tiny] [--address ADDR]
+
+`--address` joins a running cluster (its GCS address, or "auto") instead of starting one.
 """
 
 from __future__ import annotations
@@ -91,12 +93,16 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray cluster")
     ap.add_argument("--tiny", action="store_true", help="2 runs, no stop (the test's size)")
+    ap.add_argument("--address", help="a running cluster to join (default: start one)")
     args = ap.parse_args(argv)
     runs, stop = (2, False) if args.tiny else (args.runs, True)
 
     import ray
 
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+    if args.address:
+        ray.init(address=args.address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
     try:
         address = ray.get_runtime_context().gcs_address
         results = [measure("local", runs, None, stop), measure("ray", runs, address, stop)]

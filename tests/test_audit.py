@@ -200,13 +200,24 @@ def toy_registered(monkeypatch):
 
 with pytest.MonkeyPatch.context() as _mp:
     _register_toy(_mp)
-    AUDITED = [(method, name) for method, names in audit.method_audits().items()
-               for name in names or (None,)]
+    DECLARED = [(method, name) for method, names in audit.method_audits().items()
+                for name in names or (None,)]
+# A name is one function (audit.declared refuses two), so a release that two methods make
+# through the same code (the numeric-bounds histogram: DP-MERF and AIM) is audited once,
+# under the first method that declares it.
+_FIRST: dict = {}
+for _method, _name in DECLARED:
+    _FIRST.setdefault(_name, _method)
+AUDITED = [(method, name) for name, method in _FIRST.items()]
+
+
+def test_every_registered_method_declares_audits_that_exist():
+    for method, name in DECLARED:
+        assert name in audit.releases(), f"{method} has no audit through its run path"
 
 
 @pytest.mark.parametrize("method,name", AUDITED, ids=[f"{m}: {n}" for m, n in AUDITED])
 def test_every_registered_method_is_audited_and_passes(method, name):
-    assert name in audit.releases(), f"{method} has no audit through its run path"
     ok = _audit(name)
     assert ok.passed, ok
     assert ok.epsilon_lb > 0.4 * ok.claimed_epsilon, ok  # the audit is not vacuous
