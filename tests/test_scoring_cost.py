@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from engine.methods import scoring_cost
@@ -67,6 +68,36 @@ def test_without_finished_runs_it_is_timed_on_stand_in_data_or_measuring(tmp_pat
 def test_the_stand_in_reads_no_record_and_has_learnable_labels():
     x, y = design_matrix(300, 64, 10)
     assert x.shape == (300, 64) and 0 <= x.min() and x.max() <= 1 and len(set(y)) > 2
+
+
+def test_a_tables_stand_in_has_its_one_hot_blocks():
+    """A table's categories reach the classifiers one-hot (utility.design_matrix): the
+    stand-in's blocks are 0/1 with one 1 per row, its numeric columns stay continuous."""
+    x, y = design_matrix(500, 1 + 3 + 1 + 4, 2, blocks=(1, 3, 1, 4))
+    for lo, hi in ((1, 4), (5, 9)):
+        assert set(np.unique(x[:, lo:hi])) == {0.0, 1.0}
+        assert (x[:, lo:hi].sum(axis=1) == 1).all()
+        assert (x[:, lo:hi].sum(axis=0) > 0).sum() >= 2  # not one category for every row
+    assert len(np.unique(x[:, 0])) > 100 and len(np.unique(x[:, 4])) > 100
+    with pytest.raises(ValueError, match="add up"):
+        design_matrix(10, 5, 2, blocks=(1, 3))
+
+
+def test_the_scoring_probe_times_a_table_on_its_own_layout():
+    """The probe's stand-in has the blocks the classifiers will see: the utility's own
+    design matrix of a mixed table has those widths."""
+    from engine.data import catalog
+    from engine.data.dataset import Column, Dataset
+    from engine.evaluation.utility import design_matrix as classifier_inputs
+
+    cols = [Column("age", "num"), Column("job", "cat", categories=["a", "b", "c"]),
+            Column("sex", "cat", categories=["f", "m"])]
+    x = np.array([[30.0, 2, 1], [41.0, 0, 0]])
+    table = Dataset("t", "tabular", x, np.array([0, 1]), x, np.array([0, 1]), ["no", "yes"],
+                    columns=cols)
+    assert scoring_cost._layout(table) == (1, 3, 2)
+    assert classifier_inputs(x, table).shape[1] == sum(scoring_cost._layout(table))
+    assert scoring_cost._layout(catalog.load("digits", seed=0)) == 64
 
 
 def test_scaling_grows_a_little_faster_than_the_rows():

@@ -42,20 +42,23 @@ NEWEST = 5  # finished runs a measured figure is the median of
 _RATES = cost_cache.TimedCache("scoring")
 
 
-def _width(data) -> int:
-    """Columns of the classifiers' design matrix (engine/evaluation/utility.design_matrix)."""
+def _layout(data) -> int | tuple[int, ...]:
+    """The classifiers' design matrix (engine/evaluation/utility.design_matrix): an
+    image's width in pixels, or a table's blocks (1 per numeric column, k per column of
+    k categories, one-hot)."""
     if data.kind == "image":
         return int(math.prod(data.x_train.shape[1:]))
-    return sum(1 if c.kind == "num" else len(c.categories) for c in data.columns)
+    return tuple(1 if c.kind == "num" else len(c.categories) for c in data.columns)
 
 
-def _calibrate(width: int, classes: int, tabular: bool, models: tuple[str, ...],
-               rows: int) -> dict:
-    """{model: seconds of a fit + predict on `rows` stand-in rows}."""
+def _calibrate(layout: int | tuple[int, ...], classes: int, tabular: bool,
+               models: tuple[str, ...], rows: int) -> dict:
+    """{model: seconds of a fit + predict on `rows` stand-in rows of `layout`}."""
     from engine.evaluation.utility import make_classifier
 
     out: dict[str, float] = {}
-    x, y = design_matrix(rows, width, classes)
+    blocks = layout if isinstance(layout, tuple) else None
+    x, y = design_matrix(rows, sum(blocks) if blocks else layout, classes, blocks=blocks)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings on noise: timing only
         for model in models:
@@ -138,9 +141,9 @@ def estimate(config, data, *, threads: int | None = None, away=None, store=None,
         threads = torch.get_num_threads()
     rows = min(PROBE_ROWS, max(n_syn, data.n_train))
     # the stand-in's name in the key: timings on an older stand-in are not reused
-    key = ("scoring", "low-rank stand-in", _width(data), data.n_classes, data.kind, MODELS,
-           rows, threads)
-    compute = lambda: _calibrate(_width(data), data.n_classes, data.kind != "image", MODELS,  # noqa: E731
+    key = ("scoring", "low-rank stand-in, one-hot categories", _layout(data), data.n_classes,
+           data.kind, MODELS, rows, threads)
+    compute = lambda: _calibrate(_layout(data), data.n_classes, data.kind != "image", MODELS,  # noqa: E731
                                  rows)
     timed = away(_RATES, key) if away is not None else _RATES.get(key, compute)
     if timed is None:
