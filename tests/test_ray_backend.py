@@ -180,6 +180,20 @@ def test_a_users_csv_through_the_app(on_ray, tmp_path):
 # ------------------------------------------------------------ two-node cluster
 
 
+def test_overhead_bench_tiny(cluster_address):
+    """bench/ray_overhead.py in its tiny configuration, so the bench cannot rot (on this
+    module's cluster: starting one more would only time Ray's start-up). It stands
+    before `two_nodes`, which ends that cluster."""
+    out = subprocess.run([sys.executable, "bench/ray_overhead.py", "--tiny",
+                          "--address", cluster_address], cwd=ROOT,
+                         text=True, capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("ray ") for line in lines)
+    assert any(line.startswith("local ") for line in lines)
+    assert "Ray overhead, start to first event" in out.stdout
+
+
 @pytest.fixture
 def two_nodes(on_ray):
     """Ray's multi-node test cluster: a head without CPUs and two 1-CPU nodes, so each
@@ -218,19 +232,6 @@ def test_a_node_that_dies_fails_its_run_only(two_nodes, tmp_path):
         assert jm.wait(small, timeout=HANG_S) == RunStatus.FINISHED
     finally:
         jm.shutdown()
-
-
-def test_overhead_bench_tiny(cluster_address):
-    """bench/ray_overhead.py in its tiny configuration, so the bench cannot rot (on this
-    module's cluster: starting one more would only time Ray's start-up)."""
-    out = subprocess.run([sys.executable, "bench/ray_overhead.py", "--tiny",
-                          "--address", cluster_address], cwd=ROOT,
-                         text=True, capture_output=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    lines = out.stdout.splitlines()
-    assert any(line.startswith("ray ") for line in lines)
-    assert any(line.startswith("local ") for line in lines)
-    assert "Ray overhead, start to first event" in out.stdout
 
 
 def test_cpus_per_run_setting():
