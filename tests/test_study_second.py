@@ -139,3 +139,33 @@ def test_cli_epsilon_searched_the_ledger_charges_each_trials_own(runs_root, caps
     assert got["preview"]["ledger_epsilon_after"] >= led
     assert got["importance"]["evaluator"] == "fanova" and got["importance"]["trials"] == 3
     assert set(got["importance"]["values"]) == {"epsilon", "lr"}
+
+
+def test_cli_tunes_on_a_users_own_csv_charged_to_its_file(runs_root, tmp_path, capsys):
+    """`tune --csv FILE --label COLUMN`, as `train` takes a user's file: every trial trains
+    on that file and the ledger charges the file (its SHA-256 key), not a built-in."""
+    import numpy as np
+
+    from engine.cli.commands import main
+    from engine.privacy.ledger import Ledger, dataset_id
+
+    rng = np.random.default_rng(0)
+    csv = tmp_path / "clinic.csv"
+    csv.write_text("age,dose,label\n" + "\n".join(
+        f"{a:.1f},{2 * a + rng.normal():.2f},{'yes' if a > 40 else 'no'}"
+        for a in rng.uniform(20, 60, 300)) + "\n")
+    assert main(["tune", "--method", "marginals", "--csv", str(csv), "--label", "label",
+                 "--epsilon", "1", "--knob", "bins=4,8", "--trials", "2", "--sampler", "grid",
+                 "--study", "mine", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [t["state"] for t in got["trials"]] == ["COMPLETE"] * 2
+    runs = RunStore(runs_root).list_runs(sweep=sweep_name("mine"))
+    assert len(runs) == 2
+    assert {r.config.dataset for r in runs} == {"csv"}
+    assert {r.config.data_options["path"] for r in runs} == {str(csv)}
+    key = dataset_id(runs[0].config).key
+    assert key.startswith("csv:")
+    (row,) = [d for d in Ledger(runs_root).datasets() if d["dataset"] == key]
+    assert "clinic.csv" in row["label"] and got["ledger"]["dataset"] == row["label"]
+    assert got["ledger"]["study_runs"] == 2 and row["epsilon"] > 1  # two runs composed
+    assert [d["dataset"] for d in Ledger(runs_root).datasets()] == [key]  # nothing else

@@ -15,7 +15,7 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
-from engine.cli.options import extra_flags, pairs
+from engine.cli.options import add_data_arguments, dataset_and_options, extra_flags, pairs
 from engine.core.errors import InputError
 
 
@@ -39,11 +39,7 @@ def build_parser() -> _Parser:
     t.add_argument("--overwrite", action="store_true",
                    help="replace the run already in --out (its artifacts are deleted first)")
     t.add_argument("--param", action="append", default=[], help="method knob name=value")
-    t.add_argument("--data-option", action="append", default=[],
-                   help="dataset option name=value (csv: path, label, categorical, ...)")
-    t.add_argument("--csv", help="shortcut: --dataset csv --data-option path=CSV")
-    t.add_argument("--label", help="label column for --csv")
-    t.add_argument("--npz", help="shortcut: --dataset npz --data-option path=NPZ")
+    add_data_arguments(t)
     t.add_argument("--no-eval", action="store_true", help="skip the downstream evaluation")
     t.add_argument("--cnn", action="store_true", help="also evaluate the small CNN (images)")
     g = sub.add_parser("gallery", help="build the precomputed runs the app shows at start-up")
@@ -91,14 +87,7 @@ def _config_from(args, extra):
         delta = float(args.delta)
     except ValueError:
         raise InputError(f"delta must be a number in (0, 0.1], e.g. 1e-5. Got {args.delta!r}.") from None
-    options = pairs(args.data_option, "--data-option")
-    dataset = args.dataset
-    if args.csv:
-        dataset, options["path"] = "csv", args.csv
-        if args.label:
-            options["label"] = args.label
-    if args.npz:
-        dataset, options["path"] = "npz", args.npz
+    dataset, options = dataset_and_options(args)
     params = {**pairs(args.param, "--param"), **extra_flags(extra)}
     return RunConfig(method=args.method, dataset=dataset, epsilon=parse_epsilon(args.epsilon),
                      delta=delta, seed=args.seed, device=args.device,

@@ -41,3 +41,26 @@ def extra_flags(extra: list[str]) -> dict:
         out[flag[2:].replace("-", "_")] = value(extra[i + 1])
         i += 2
     return out
+
+
+def add_data_arguments(parser) -> None:
+    """The dataset's options, and the shortcuts for a user's own file (train and tune)."""
+    parser.add_argument("--data-option", action="append", default=[],
+                        help="dataset option name=value (csv: path, label, categorical, ...)")
+    parser.add_argument("--csv", help="shortcut: --dataset csv --data-option path=CSV")
+    parser.add_argument("--label", help="label column for --csv")
+    parser.add_argument("--npz", help="shortcut: --dataset npz --data-option path=NPZ")
+
+
+def dataset_and_options(args) -> tuple[str, dict]:
+    """(dataset, data_options) from --dataset, --data-option and the --csv / --npz
+    shortcuts (`add_data_arguments`)."""
+    options = pairs(args.data_option, "--data-option")
+    dataset = args.dataset
+    if args.csv:
+        dataset, options["path"] = "csv", args.csv
+        if args.label:
+            options["label"] = args.label
+    if args.npz:
+        dataset, options["path"] = "npz", args.npz
+    return dataset, options

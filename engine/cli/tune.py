@@ -10,6 +10,8 @@ for the study. `--study NAME` names it; given alone it continues that study (the
 its unfinished trials are re-attached). `--list` lists the store's studies. `--json`
 prints the whole result as strict JSON on stdout (the lines above go to stderr).
 Trials train in the run store's worker ($DPSYNTH_RUNS), charged to its ledger.
+`--csv FILE --label COLUMN` (or `--npz FILE`, `--data-option`) tunes on a user's own file,
+charged to the ledger under the file's SHA-256 like `train`.
 `--tune-on digits_public` runs the trials on that public stand-in (not charged) and then
 one run of the best settings on --dataset at --epsilon (charged once).
 """
@@ -20,6 +22,7 @@ import sys
 import time
 from dataclasses import replace
 
+from engine.cli.options import add_data_arguments
 from engine.core.errors import InputError
 from engine.core.jsonsafe import dumps
 
@@ -32,6 +35,7 @@ def add_parser(sub) -> None:
     t.add_argument("--epsilon", default="1", help="every trial's ε ('inf' = no noise)")
     t.add_argument("--delta", default="1e-5")
     t.add_argument("--seed", type=int, default=0, help="every trial's model seed")
+    add_data_arguments(t)  # a user's own file: --csv FILE --label COLUMN, or --npz FILE
     t.add_argument("--knob", action="append", default=[],
                    help="name=lo:hi[:log] (a range) or name=a,b,c (choices); at most 4")
     t.add_argument("--param", action="append", default=[],
@@ -57,7 +61,7 @@ def add_parser(sub) -> None:
 
 
 def _spec(args):
-    from engine.cli.options import pairs as _pairs
+    from engine.cli.options import dataset_and_options, pairs as _pairs
     from engine.core.config import RunConfig, parse_epsilon
     from engine.runs.study_space import DEFAULT_OBJECTIVE, build_spec
 
@@ -65,7 +69,8 @@ def _spec(args):
         delta = float(args.delta)
     except ValueError:
         raise InputError(f"delta must be a number in (0, 0.1]. Got {args.delta!r}.") from None
-    base = RunConfig(method=args.method, dataset=args.dataset,
+    dataset, options = dataset_and_options(args)
+    base = RunConfig(method=args.method, dataset=dataset, data_options=options,
                      epsilon=parse_epsilon(args.epsilon), delta=delta, seed=args.seed,
                      device="cpu", params=_pairs(args.param, "--param")).validate()
     return build_spec(base, args.knob, trials=args.trials, sampler=args.sampler,
