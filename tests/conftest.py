@@ -62,6 +62,28 @@ def _own_store_home(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shared_cost_timings(tmp_path_factory):
+    """Cost timings (engine/store/cost_cache.py) shared by this worker's tests and the
+    processes they start: they describe the machine, and timing them cold
+    in every test's fresh store was a large share of the suite's CPU. Tests of the timing
+    itself take `cold_timings`."""
+    # one folder per xdist worker: a timing the other worker writes mid-test would change
+    # a figure a test reads twice
+    shared = tmp_path_factory.getbasetemp() / "cost-timings"
+    patch = pytest.MonkeyPatch()
+    patch.setenv("DPSYNTH_TIMINGS", str(shared))
+    yield shared
+    patch.undo()
+
+
+@pytest.fixture
+def cold_timings(monkeypatch):
+    """No shared timings: this test's cost timings live beside its own run store, cold,
+    as on a machine that never timed anything (the product's default)."""
+    monkeypatch.delenv("DPSYNTH_TIMINGS", raising=False)
+
+
 @pytest.fixture
 def cancer():
     """breast_cancer's first four columns: a table small enough for AIM's cost tests."""

@@ -15,6 +15,10 @@ from engine.methods.registry import make_params
 
 pytest.importorskip("mbi")
 
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
+
 TINY = {"bins": 2, "iters": 5, "final_iters": 20, "rounds": 3}
 YOUNG = {"setup": 2.0, "round": 0.5, "held": 6.0, "final_iter": 0.01, "sample": 1.0,
          "peak_gb": 1.5}

@@ -15,6 +15,10 @@ from engine.methods.registry import make_params
 
 pytest.importorskip("mbi")
 
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
+
 FAST = {"bins": 2, "iters": 5, "final_iters": 5}
 TIMED = {"setup": 1.0, "round": 0.5, "held": 6.0, "final_iter": 0.01, "sample": 0.1,
          "peak_gb": 1.0}  # a fake timing: the seconds are not what is checked here

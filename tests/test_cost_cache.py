@@ -10,6 +10,10 @@ from conftest import HANG_S
 from engine.store import cost_cache
 
 
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
+
 class FakeStore:
     """list_runs + artifact_dir, as engine.store.runs.RunStore answers them."""
 

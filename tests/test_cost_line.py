@@ -1,10 +1,13 @@
 """The Playground's cost line: figures from the method's preview, and a long run's warning
 naming the knobs the method itself says make it faster (DataLens has no epochs)."""
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
-
 from engine.methods.preview import MEASURING, Cost, cost_line
+
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
 
 
 def _draw(cost: Cost) -> AppTest:

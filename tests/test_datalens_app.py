@@ -5,10 +5,15 @@ so the machine's memory can be shrunk with monkeypatch)."""
 import time
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import HANG_S
 from engine.methods.datalens import memory as datalens_memory
+
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

@@ -22,6 +22,10 @@ from engine.core.errors import InputError
 from engine.methods.registry import make_params
 from engine.runs.runner import prepare
 
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Runs a few DataLens iterations on random 28×28 images in a fresh process and prints the

@@ -9,6 +9,10 @@ from engine.core.config import RunConfig
 from engine.store.records import RunRecord, RunStatus
 
 
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
+
 def _cfg(seed=0, eps=1.0, epochs=5):
     return {"method": "dpmerf", "dataset": "digits", "seed": seed, "epsilon": eps,
             "delta": 1e-5, "params": {"epochs": epochs}}

@@ -17,6 +17,10 @@ from engine.store.records import RunStatus
 from engine.store.runs import RunStore
 
 
+# the cost timings these tests read are their own, cold (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cold_timings")
+
+
 def _finished(store, config, *, syn, real, n_train, n_syn, sweep=None, cnn=False):
     rid = store.create_run(config, sweep=sweep)
     acc = {"synthetic/logreg": 0.5, **({"synthetic/cnn": 0.5} if cnn else {})}

@@ -96,7 +96,11 @@ _STORES: dict[Any, Any] = {}
 
 
 def timings_dir() -> Path:
-    """Where named caches keep their timings: beside this user's run store."""
+    """Where named caches keep their timings: $DPSYNTH_TIMINGS, else beside this user's
+    run store. Timings describe the machine, not the store, so stores on one machine may
+    share them (the test suite does: a cold timing per test would be most of its CPU)."""
+    if os.environ.get("DPSYNTH_TIMINGS"):
+        return Path(os.environ["DPSYNTH_TIMINGS"])
     from engine.store.runs import default_root
 
     return default_root() / "cost-timings"
