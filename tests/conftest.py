@@ -63,25 +63,24 @@ def _own_store_home(tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _shared_cost_timings(tmp_path_factory):
-    """Cost timings (engine/store/cost_cache.py) shared by this worker's tests and the
-    processes they start: they describe the machine, and timing them cold
-    in every test's fresh store was a large share of the suite's CPU. Tests of the timing
-    itself take `cold_timings`."""
+def _shared_cache(tmp_path_factory):
+    """What the machine measured once (cost timings, the real-data reference scores:
+    engine/store/cost_cache.cache_root) is shared by this worker's tests and the processes
+    they start, as by a user's runs, instead of measured again in every test's fresh store.
+    Tests of the measuring itself take `cold_cache`."""
     # one folder per xdist worker: a timing the other worker writes mid-test would change
     # a figure a test reads twice
-    shared = tmp_path_factory.getbasetemp() / "cost-timings"
     patch = pytest.MonkeyPatch()
-    patch.setenv("DPSYNTH_TIMINGS", str(shared))
-    yield shared
+    patch.setenv("DPSYNTH_CACHE", str(tmp_path_factory.getbasetemp() / "machine-cache"))
+    yield
     patch.undo()
 
 
 @pytest.fixture
-def cold_timings(monkeypatch):
-    """No shared timings: this test's cost timings live beside its own run store, cold,
-    as on a machine that never timed anything (the product's default)."""
-    monkeypatch.delenv("DPSYNTH_TIMINGS", raising=False)
+def cold_cache(monkeypatch):
+    """Nothing measured before: this test's cost timings and real-data reference live
+    beside its own run store, as on a machine that never ran anything (the default)."""
+    monkeypatch.delenv("DPSYNTH_CACHE", raising=False)
 
 
 @pytest.fixture

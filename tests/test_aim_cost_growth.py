@@ -15,8 +15,8 @@ from engine.methods.registry import make_params
 
 pytest.importorskip("mbi")
 
-# the cost timings these tests read are their own, cold (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("cold_timings")
+# what these tests measure is measured here, cold (tests/conftest.py: cold_cache)
+pytestmark = pytest.mark.usefixtures("cold_cache")
 
 
 TINY = {"bins": 2, "iters": 5, "final_iters": 20, "rounds": 3}

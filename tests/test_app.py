@@ -547,7 +547,7 @@ def test_learn_has_delta_composition_the_baseline_and_the_epsilon_range(runs_roo
 
 
 def test_the_playground_never_times_its_cost_it_shows_measuring_then_the_figure(
-        runs_root, monkeypatch, cold_timings):
+        runs_root, monkeypatch, cold_cache):
     """The web server never trains: the DP-MERF cost is timed by engine/runs/cost_probe.py's
     process (here the test stands in for it), the page says "measuring…" until then."""
     from engine.runs import cost_probe
@@ -572,7 +572,7 @@ def test_the_playground_never_times_its_cost_it_shows_measuring_then_the_figure(
     assert not at.exception and MEASURING not in cost_line(at) and "10 ms each" in cost_line(at)
 
 
-def test_the_live_time_left_says_measuring_then_uses_the_runs_own_rate(runs_root, cold_timings):
+def test_the_live_time_left_says_measuring_then_uses_the_runs_own_rate(runs_root, cold_cache):
     """Issue 43: "about 1 h" at step 2 of 1,078. Before the rate is measured the bar says
     "measuring…"; then the time left is the measured rate (synthetic event times written
     into the store, no sleeping) times the steps left, plus the run's predicted scoring."""

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-# the cost timings these tests read are their own, cold (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("cold_timings")
+# what these tests measure is measured here, cold (tests/conftest.py: cold_cache)
+pytestmark = pytest.mark.usefixtures("cold_cache")
 
 
 ROOT = Path(__file__).resolve().parents[1]

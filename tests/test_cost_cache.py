@@ -10,8 +10,8 @@ from conftest import HANG_S
 from engine.store import cost_cache
 
 
-# the cost timings these tests read are their own, cold (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("cold_timings")
+# what these tests measure is measured here, cold (tests/conftest.py: cold_cache)
+pytestmark = pytest.mark.usefixtures("cold_cache")
 
 
 class FakeStore:

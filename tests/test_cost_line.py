@@ -6,8 +6,8 @@ from streamlit.testing.v1 import AppTest
 
 from engine.methods.preview import MEASURING, Cost, cost_line
 
-# the cost timings these tests read are their own, cold (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("cold_timings")
+# what these tests measure is measured here, cold (tests/conftest.py: cold_cache)
+pytestmark = pytest.mark.usefixtures("cold_cache")
 
 
 def _draw(cost: Cost) -> AppTest:

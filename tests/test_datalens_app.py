@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 from conftest import HANG_S
 from engine.methods.datalens import memory as datalens_memory
 
-# the cost timings these tests read are their own, cold (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("cold_timings")
+# what these tests measure is measured here, cold (tests/conftest.py: cold_cache)
+pytestmark = pytest.mark.usefixtures("cold_cache")
 
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

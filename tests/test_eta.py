@@ -9,8 +9,8 @@ from engine.core.config import RunConfig
 from engine.store.records import RunRecord, RunStatus
 
 
-# the cost timings these tests read are their own, cold (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("cold_timings")
+# what these tests measure is measured here, cold (tests/conftest.py: cold_cache)
+pytestmark = pytest.mark.usefixtures("cold_cache")
 
 
 def _cfg(seed=0, eps=1.0, epochs=5):

@@ -7,7 +7,9 @@ never looks at the test set.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
@@ -119,25 +121,72 @@ _REAL_SCORES: dict[tuple, dict] = {}
 
 
 def _data_key(data: Dataset) -> tuple:
-    """Which training data a real-data reference was fitted on (contents, not identity)."""
+    """Which split a real-data reference was fitted and tested on (contents, not identity)."""
     return (data.name, data.x_train.shape, hash(data.y_train.tobytes()),
-            hash(data.x_train[:64].tobytes()))
+            hash(data.x_train[:64].tobytes()), hash(data.y_test.tobytes()),
+            hash(data.x_test[:64].tobytes()))
+
+
+def _reference_file(data: Dataset, models: tuple[str, ...], seed: int) -> Path:
+    """Where the real-data reference is kept on disk: named by the whole split's contents
+    (hashed whole, not by `_data_key`'s sample: another test split must miss), the columns,
+    the models, the seed and scikit-learn's version (the scores are a deterministic
+    function of these)."""
+    import hashlib
+
+    import sklearn
+
+    from engine.store.cost_cache import cache_root
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in (data.x_train, data.y_train, data.x_test, data.y_test):
+        h.update(np.ascontiguousarray(a).tobytes())
+    columns = [(c.name, c.kind, c.categories) for c in data.columns or []]
+    h.update(repr((data.name, data.kind, columns, models, seed, sklearn.__version__)).encode())
+    return cache_root() / "real-references" / f"{h.hexdigest()}.json"
+
+
+def _saved_reference(data: Dataset, models: tuple[str, ...], seed: int) -> dict | None:
+    from engine.core.jsonsafe import strict_loads
+
+    try:
+        return strict_loads(_reference_file(data, models, seed).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def real_reference(data: Dataset, models: tuple[str, ...], seed: int = 0) -> dict:
     """The classifiers trained on the real training split. It does not depend on the run,
-    so it is computed once per (dataset contents, models, seed) in this process."""
+    so it is fitted once per (dataset contents, models, seed): kept in this process and in
+    a file beside the run store (engine/store/cost_cache.cache_root), which only this
+    machine's user reads, as they read the same figures in each run's metrics.json."""
     key = (*_data_key(data), models, seed)
     if key not in _REAL_SCORES:
-        _REAL_SCORES[key] = {m: fit_and_score(m, data.x_train, data.y_train, data, seed=seed)
-                             for m in models}
+        saved = _saved_reference(data, models, seed)
+        if saved is None:
+            from engine.core.jsonsafe import dumps
+
+            saved = {m: fit_and_score(m, data.x_train, data.y_train, data, seed=seed)
+                     for m in models}
+            path = _reference_file(data, models, seed)
+            try:  # written whole, then renamed: a reader never sees half a file
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(dumps(saved))
+                tmp.replace(path)
+            except OSError:
+                pass  # a read-only store: fitted again next time
+        _REAL_SCORES[key] = saved
     return _REAL_SCORES[key]
 
 
 def real_reference_fitted(data: Dataset, models: tuple[str, ...] = MODELS, seed: int = 0) -> bool:
-    """Whether this process has fitted the real-data reference already (scoring a run
-    then fits the classifiers on the synthetic data only: engine/methods/scoring_cost.py)."""
-    return (*_data_key(data), tuple(models), seed) in _REAL_SCORES
+    """Whether the real-data reference is fitted already, in this process or on disk
+    (scoring a run then fits the classifiers on the synthetic data only:
+    engine/methods/scoring_cost.py)."""
+    models = tuple(models)
+    return ((*_data_key(data), models, seed) in _REAL_SCORES
+            or _saved_reference(data, models, seed) is not None)
 
 
 def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
@@ -146,7 +195,7 @@ def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
     """Train each classifier on the synthetic data and on the real training data, test
     both on the real test split. Keys: "synthetic/<model>[/<score>]", "real/<model>…".
     `seconds`, when given, gets "score_synthetic" and "score_real" (0 when the real
-    reference was fitted before in this process)."""
+    reference was fitted before: `real_reference`)."""
     if (y_syn < 0).all():
         return {"note": "unlabelled synthetic data: no downstream classifier"}
     out: dict = {}

@@ -95,15 +95,22 @@ def _cores() -> int:
 _STORES: dict[Any, Any] = {}
 
 
-def timings_dir() -> Path:
-    """Where named caches keep their timings: $DPSYNTH_TIMINGS, else beside this user's
-    run store. Timings describe the machine, not the store, so stores on one machine may
-    share them (the test suite does: a cold timing per test would be most of its CPU)."""
-    if os.environ.get("DPSYNTH_TIMINGS"):
-        return Path(os.environ["DPSYNTH_TIMINGS"])
+def cache_root() -> Path:
+    """Where what this machine measured once is kept (cost timings; the classifiers'
+    scores on the real data, engine/evaluation/utility.real_reference): $DPSYNTH_CACHE,
+    else beside this user's run store. Neither depends on the store, so stores on one
+    machine may share them (the test suite does, instead of measuring them in every
+    test's fresh store)."""
+    if os.environ.get("DPSYNTH_CACHE"):
+        return Path(os.environ["DPSYNTH_CACHE"])
     from engine.store.runs import default_root
 
-    return default_root() / "cost-timings"
+    return default_root()
+
+
+def timings_dir() -> Path:
+    """Where named caches keep their timings."""
+    return cache_root() / "cost-timings"
 
 
 class TimedCache:
