@@ -129,32 +129,3 @@ def test_the_cost_line_gives_the_whole_wait():
     assert Cost(seconds=70.0, scoring_basis=MEASURING).measuring  # scoring still timed
     assert Cost(seconds=70.0, scoring_basis=MEASURING).whole_s is None
 
-
-def test_the_real_reference_is_fitted_once_per_machine_and_kept_for_the_next_process(
-        runs_root, breast_cancer, monkeypatch):
-    """A new trainer process (here: the in-process memo emptied) reads the real-data
-    reference from the file the first fit wrote, fits nothing, and scores alike; other
-    data or another seed is fitted anew."""
-    from dataclasses import replace
-
-    from engine.evaluation import utility
-
-    monkeypatch.setattr(utility, "_REAL_SCORES", {})
-    assert not utility.real_reference_fitted(breast_cancer)
-    first = utility.real_reference(breast_cancer, utility.MODELS)
-    assert utility.real_reference_fitted(breast_cancer)
-    assert list((runs_root / "real-references").glob("*.json"))  # beside this store
-
-    monkeypatch.setattr(utility, "_REAL_SCORES", {})  # the next process
-    fits = []
-    real_fit = utility.fit_and_score
-    monkeypatch.setattr(utility, "fit_and_score", lambda *a, **k: fits.append(a[0]) or real_fit(*a, **k))
-    assert utility.real_reference_fitted(breast_cancer)
-    assert utility.real_reference(breast_cancer, utility.MODELS) == first and fits == []
-    secs = {}
-    utility.full_evaluation(breast_cancer.x_train, breast_cancer.y_train, breast_cancer, seconds=secs)
-    assert fits == list(utility.MODELS) and secs["score_real"] < secs["score_synthetic"]
-
-    flipped = replace(breast_cancer, y_test=1 - breast_cancer.y_test)  # another test split
-    assert not utility.real_reference_fitted(flipped)
-    assert not utility.real_reference_fitted(breast_cancer, seed=1)

@@ -7,6 +7,7 @@ never looks at the test set.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -24,9 +25,10 @@ from engine.data.catalog import Dataset
 MODELS = ("logreg", "mlp", "rf")
 
 
-def make_classifier(name: str, seed: int = 0, *, scale: bool = True):
+def make_classifier(name: str, seed: int = 0, *, scale: bool = True, hold_out: bool = True):
     """scale=False for pixels already in [0, 1], as the papers' evaluations use them;
-    tabular columns come in mixed units and are standardised first."""
+    tabular columns come in mixed units and are standardised first. `hold_out=False`:
+    the MLP trains without early stopping (`can_hold_out`)."""
     def scaled(model):
         return make_pipeline(StandardScaler(), model) if scale else model
 
@@ -34,7 +36,8 @@ def make_classifier(name: str, seed: int = 0, *, scale: bool = True):
         return scaled(LogisticRegression(max_iter=1000))
     if name == "mlp":
         # Early stopping holds out part of the *training* (synthetic) data, never the test set.
-        return scaled(MLPClassifier((100,), max_iter=200, early_stopping=True, random_state=seed))
+        return scaled(MLPClassifier((100,), max_iter=200, early_stopping=hold_out,
+                                    random_state=seed))
     if name == "rf":
         return RandomForestClassifier(n_estimators=100, n_jobs=-1, random_state=seed)
     raise ValueError(f"unknown classifier {name!r}; choose one of {', '.join(MODELS)}")
@@ -86,6 +89,16 @@ class _Constant:
         return np.ones((len(x), 1))
 
 
+def can_hold_out(y: np.ndarray, share: float = 0.1) -> bool:
+    """Whether the MLP's early stopping can hold out a stratified `share` of these labels
+    (scikit-learn's split needs two records of every class and a record of each on both
+    sides). A small synthetic set with one record of a class cannot: a run's scoring
+    failed on one (a 96-row upload, 10 epochs)."""
+    counts = np.unique(y, return_counts=True)[1]
+    held = math.ceil(share * len(y))
+    return counts.min() >= 2 and held >= len(counts) and len(y) - held >= len(counts)
+
+
 def fit_and_score(name: str, x_train, y_train, data: Dataset, *, seed: int = 0,
                   max_test: int | None = None) -> dict:
     x_test, y_test = data.x_test, data.y_test
@@ -95,7 +108,8 @@ def fit_and_score(name: str, x_train, y_train, data: Dataset, *, seed: int = 0,
     if len(np.unique(y_train)) < 2:
         model = _Constant(int(y_train[0]))
     else:
-        model = make_classifier(name, seed, scale=data.kind != "image")
+        model = make_classifier(name, seed, scale=data.kind != "image",
+                                hold_out=can_hold_out(y_train))
         model.fit(design_matrix(x_train, data), y_train)
     return _score(model, design_matrix(x_test, data), y_test, data.n_classes, data.kind == "tabular")
 
