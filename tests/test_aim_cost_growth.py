@@ -103,6 +103,20 @@ def test_the_grown_stand_in_measures_its_cliques_before_the_rounds(cancer):
         list(aim.train(private, params, fake, "cpu", threading.Event(), grown=grown))
 
 
+def test_the_stand_in_grows_to_the_rounds_the_run_is_expected_to_make(monkeypatch, cancer):
+    """The timing grows its stand-in as far as a run at this ε goes (`rounds`), so a
+    small ε is not timed on a model larger than its run will ever hold."""
+    asked = []
+    monkeypatch.setattr(aim_cost, "_calibrate",
+                        lambda data, params, n_out, n_rounds: asked.append(n_rounds) or dict(GROWN))
+    params = make_params("aim", cancer)
+    for eps in (0.3, 3.0):
+        config = RunConfig(method="aim", dataset=cancer.name, epsilon=eps, delta=1e-5)
+        est = aim_cost.estimate(config, cancer, params, "cpu")
+        assert asked[-1] == est["estimated steps"] == aim_cost.rounds(config, cancer, params)
+    assert asked[0] < asked[1]  # a larger ε, a longer run, a larger grown stand-in
+
+
 def test_calibration_times_a_young_and_a_grown_stand_in(monkeypatch, cancer):
     runs = []
     real = aim.train
@@ -112,7 +126,7 @@ def test_calibration_times_a_young_and_a_grown_stand_in(monkeypatch, cancer):
         return real(config, params, data, device, stop, grown=grown)
     monkeypatch.setattr(aim, "train", spy)
     params = make_params("aim", cancer, {**TINY, "rounds": 40})
-    timed = aim_cost._calibrate(cancer, params, cancer.n_train)
+    timed = aim_cost._calibrate(cancer, params, cancer.n_train, n_rounds=40)
     d = len(cancer.columns) + 1
     assert runs == [0, aim_cost.GROWN_PER_ATTRIBUTE * d]
     assert timed["held_grown"] == d + runs[1] + 2  # its second round, after the grown ones
@@ -121,12 +135,15 @@ def test_calibration_times_a_young_and_a_grown_stand_in(monkeypatch, cancer):
 
 def test_a_run_of_a_few_rounds_is_timed_young_only(monkeypatch, cancer):
     """A run that cannot grow past the young stand-in's rounds (a tiny test run) is not
-    timed grown; a run of more rounds grows the stand-in to its own length at most."""
+    timed grown; a run of more rounds grows the stand-in to the rounds it is expected to
+    make, its `rounds` knob and GROWN_PER_ATTRIBUTE·d at most."""
     d = len(cancer.columns) + 1
-    assert aim_cost._grown_count(cancer, make_params("aim", cancer, TINY)) == 0
-    assert aim_cost._grown_count(cancer, make_params("aim", cancer, {"rounds": 7})) == 7
-    assert aim_cost._grown_count(cancer, make_params("aim", cancer)) == (
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer, TINY), 40) == 0
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer, {"rounds": 7}), 40) == 7
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer), 40) == (
         aim_cost.GROWN_PER_ATTRIBUTE * d)
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer), 6) == 6  # expected
+    assert aim_cost._grown_count(cancer, make_params("aim", cancer), 3) == 0  # young covers it
     runs = []
     real = aim.train
 
@@ -134,5 +151,5 @@ def test_a_run_of_a_few_rounds_is_timed_young_only(monkeypatch, cancer):
         runs.append(len(grown))
         return real(config, params, data, device, stop, grown=grown)
     monkeypatch.setattr(aim, "train", spy)
-    timed = aim_cost._calibrate(cancer, make_params("aim", cancer, TINY), cancer.n_train)
+    timed = aim_cost._calibrate(cancer, make_params("aim", cancer, TINY), cancer.n_train, 40)
     assert runs == [0] and "round_grown" not in timed

@@ -8,8 +8,9 @@ records (info["phase_seconds"]): the set-up and one-way fit, a round (selection,
 measurement, warm refit), the final fit per iteration, and the sampling. A round's time
 grows as the model grows (on the census bench table from 0.3 s to 8 s), which a young
 model's rounds cannot show (the preview was −67 % on that table): so the stand-in is
-timed twice, once young and once grown (GROWN_PER_ATTRIBUTE·d workload marginals
-measured before its rounds, within max_model_size, about a run's length), and a
+timed twice, once young and once grown (as many workload marginals measured before
+its rounds as the run is expected to make at its ε, at most GROWN_PER_ATTRIBUTE·d,
+within max_model_size), and a
 round's seconds are the line through the two timings, by measurements held. Cached on disk
 per machine and shape, re-timed when old or when the load changed, and never cached
 when the timing met a load spike (engine/store/cost_cache.py). Once this store has
@@ -47,32 +48,34 @@ from engine.store import cost_cache
 _RATES = cost_cache.TimedCache("aim")  # on disk: engine/runs/cost_probe.py fills it
 PROBE_ROUNDS = 3  # rounds run on the stand-in (the first is not timed: JAX compiles)
 PROBE_FINAL_ITERS = 50  # final-fit iterations timed, scaled to the run's
-# The grown stand-in holds this many workload marginals per attribute before its timed
-# rounds: about as many as a run measures (census bench table, d = 12: 19–21 rounds at
-# ε = 1), so the line through the two timings is read between them, not far beyond.
+# The grown stand-in holds at most this many workload marginals per attribute before its
+# timed rounds (census bench table, d = 12: 19–21 rounds at ε = 1), and no more than the
+# run is expected to make: grown to 2·d on breast_cancer (d = 32, 64 marginals, where a
+# run at ε = 1 makes 5–9 rounds), the timing took 73 s against a 70 s run.
 GROWN_PER_ATTRIBUTE = 2
 
 
-def _key(data, params, n_out: int, threads: int | None) -> tuple:
+def _key(data, params, n_out: int, threads: int | None, n_rounds: int) -> tuple:
     shape = tuple((c.kind, len(c.categories or ()), c.bounds is None, c.mass is not None)
                   for c in data.columns)
-    return ("grown", _grown_count(data, params), shape, data.n_train, data.n_classes,
+    return ("grown", _grown_count(data, params, n_rounds), shape, data.n_train, data.n_classes,
             params.degree, params.other_weight, params.bins, params.iters,
             params.max_model_size, params.max_cells, n_out, threads)
 
 
-def _grown_count(data, params) -> int:
-    """Marginals the grown stand-in measures first: GROWN_PER_ATTRIBUTE·d, never more
-    than the run's `rounds` (it cannot grow further); 0 — no grown timing — where the
-    young stand-in's PROBE_ROUNDS already cover the run (a tiny test run)."""
+def _grown_count(data, params, n_rounds: int) -> int:
+    """Marginals the grown stand-in measures first: the `n_rounds` the run is expected to
+    make (`rounds`), at most GROWN_PER_ATTRIBUTE·d and the run's `rounds` knob (it cannot
+    grow further); 0 — no grown timing — where the young stand-in's PROBE_ROUNDS already
+    cover the run (a tiny test run)."""
     d = len(column_kinds.model_view(data).columns) + 1
-    count = min(GROWN_PER_ATTRIBUTE * d, params.rounds)
+    count = min(n_rounds, GROWN_PER_ATTRIBUTE * d, params.rounds)
     return count if count > PROBE_ROUNDS else 0
 
 
-def _calibrate(data, params, n_out: int) -> dict[str, float]:
-    """Phase seconds of a stand-in run of `data`'s shape, young and grown (module
-    docstring)."""
+def _calibrate(data, params, n_out: int, n_rounds: int) -> dict[str, float]:
+    """Phase seconds of a stand-in run of `data`'s shape, young and grown to a run of
+    `n_rounds` rounds (module docstring)."""
     fake = stand_in.like(data, data.n_train)
     config = RunConfig(method="aim", dataset=fake.name, epsilon=math.inf, seed=0,
                        n_synthetic=n_out)
@@ -86,7 +89,7 @@ def _calibrate(data, params, n_out: int) -> dict[str, float]:
     out = {"setup": took["setup"], "held": held,
            "round": statistics.fmean(took["rounds"][t - 1] for t in timed),
            "final_iter": took["final_fit"] / PROBE_FINAL_ITERS, "sample": took["sample"]}
-    grown = grown_cliques(fake, params, _grown_count(data, params), seed=0)
+    grown = grown_cliques(fake, params, _grown_count(data, params, n_rounds), seed=0)
     if grown:  # the grown model's rounds are slow: one timed round after the untimed first
         late = _stand_in_run(config, replace(probe, rounds=2), fake, grown)
         out.update(held_grown=d + len(grown) + 2, round_grown=late["rounds"][1])
@@ -202,14 +205,14 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
     final fit, sampling), memory; from finished runs when there are some, else timed on
     the stand-in; "measuring…" while the probe times it elsewhere."""
     n_out = config.n_synthetic or data.n_train
-    key = _key(data, params, n_out, threads)
     n_rounds = rounds(config, data, params)
+    key = _key(data, params, n_out, threads, n_rounds)
     measured = _measured(config, data, n_rounds)
     if measured is not None:  # nothing to time; the memory from a timing, if one was taken
         timed = _RATES.peek(key)[0]
         return {**measured, **({"estimated memory (GB)": timed["peak_gb"]} if timed else {})}
     timed = (away(_RATES, key) if away is not None
-             else _RATES.get(key, lambda: _calibrate(data, params, n_out)))
+             else _RATES.get(key, lambda: _calibrate(data, params, n_out, n_rounds)))
     if timed is None:
         return {"estimated steps": n_rounds, cost_cache.BASIS_KEY: MEASURING}
     # A round refits every measurement so far: its time grows with them and with the
