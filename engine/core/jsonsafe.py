@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,16 @@ def dumps(obj: Any, **kwargs) -> str:
     return json.dumps(jsonable(obj), allow_nan=False, **kwargs)
 
 
-def write_json(path: str | Path, obj: Any, **kwargs) -> None:
-    """Write `obj` to `path` as strict JSON (see `dumps`)."""
-    Path(path).write_text(dumps(obj, **kwargs))
+def write_json(path: str | Path, obj: Any, *, atomic: bool = False, **kwargs) -> None:
+    """Write `obj` to `path` as strict JSON (see `dumps`). `atomic`: written whole to a
+    file of its own, then renamed, so a reader in another process never sees half."""
+    path = Path(path)
+    if not atomic:
+        path.write_text(dumps(obj, **kwargs))
+        return
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(dumps(obj, **kwargs))
+    tmp.replace(path)
 
 
 def _refuse(token: str):

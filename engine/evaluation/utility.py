@@ -8,7 +8,6 @@ never looks at the test set.
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
@@ -160,11 +159,11 @@ def _reference_file(data: Dataset, models: tuple[str, ...], seed: int) -> Path:
     return cache_root() / "real-references" / f"{h.hexdigest()}.json"
 
 
-def _saved_reference(data: Dataset, models: tuple[str, ...], seed: int) -> dict | None:
+def _saved_reference(path: Path) -> dict | None:
     from engine.core.jsonsafe import strict_loads
 
     try:
-        return strict_loads(_reference_file(data, models, seed).read_text())
+        return strict_loads(path.read_text())
     except (OSError, ValueError):
         return None
 
@@ -176,18 +175,16 @@ def real_reference(data: Dataset, models: tuple[str, ...], seed: int = 0) -> dic
     machine's user reads, as they read the same figures in each run's metrics.json."""
     key = (*_data_key(data), models, seed)
     if key not in _REAL_SCORES:
-        saved = _saved_reference(data, models, seed)
+        path = _reference_file(data, models, seed)  # hashed once: the whole split
+        saved = _saved_reference(path)
         if saved is None:
-            from engine.core.jsonsafe import dumps
+            from engine.core.jsonsafe import write_json
 
             saved = {m: fit_and_score(m, data.x_train, data.y_train, data, seed=seed)
                      for m in models}
-            path = _reference_file(data, models, seed)
-            try:  # written whole, then renamed: a reader never sees half a file
+            try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(dumps(saved))
-                tmp.replace(path)
+                write_json(path, saved, atomic=True)
             except OSError:
                 pass  # a read-only store: fitted again next time
         _REAL_SCORES[key] = saved
@@ -200,7 +197,7 @@ def real_reference_fitted(data: Dataset, models: tuple[str, ...] = MODELS, seed:
     engine/methods/scoring_cost.py)."""
     models = tuple(models)
     return ((*_data_key(data), models, seed) in _REAL_SCORES
-            or _saved_reference(data, models, seed) is not None)
+            or _saved_reference(_reference_file(data, models, seed)) is not None)
 
 
 def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,
