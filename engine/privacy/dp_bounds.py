@@ -22,6 +22,13 @@ coarse-then-fine search over a public grid this mirrors):
   each side (the tails that stay under the threshold: clipping them loses records'
   information, a wider range only costs resolution), and when nothing clears even then,
   the edges of the heaviest merged cell.
+* Zero-inflated columns (engine/data/column_kinds.py) are binned without the records
+  at their point mass, which come back as the mass itself (the flag column): nine
+  records in ten in the mass's cell kept that cell above the threshold while the
+  continuous part's thin cells stayed under it, so the bounds were ±2^-10 around the
+  mass and every synthetic value ≈ 0 (a capital-gain-like column, n = 400, ε = 3: every
+  draw). Where still no cell clears, the bounds are the mass's own cell, not the
+  heaviest cell of noise.
 * Date columns (days since 1970-01-01, engine/data/dates.py) get a grid of their own:
   the geometric one is relative (cells ≈ 19 % of the value), and 19 % of ≈ 19,000 days
   is ten years. Their cells are whole days, `day_width` days wide (a public power of
@@ -35,8 +42,9 @@ coarse-then-fine search over a public grid this mirrors):
   the data's range 0.45 → 1.98). At ε = 3 (σ = 34): 81 % → 95 % inside, 8.7 % → 0.7 % of
   columns, width 0.44 → 1.09.
 
-Sensitivity: each record lands in exactly one cell per column (values beyond the grid in
-the end cells), so replacing one record changes at most two counts per column by one:
+Sensitivity: each record lands in at most one cell per column (values beyond the grid in
+the end cells, a value at its column's public point mass in none), so replacing one
+record changes at most two counts per column by one:
 L2 sensitivity √(2·d_num) for all columns together (tests/test_sensitivity.py and
 engine/methods/bounds_audit.py try to break it). Merging, thresholds and edges are
 post-processing.
@@ -108,20 +116,24 @@ def sensitivity(n_numeric: int) -> float:
     return math.sqrt(2.0 * n_numeric)
 
 
-def bucket_counts(x_num: np.ndarray, edges: np.ndarray = GRID) -> np.ndarray:
-    """(d_num, n_cells) counts; values outside the grid fall into the end cells."""
-    clipped = np.clip(np.nan_to_num(x_num), edges[0], edges[-1])
+def bucket_counts(x_num: np.ndarray, edges: np.ndarray = GRID, masses=None) -> np.ndarray:
+    """(d_num, n_cells) counts; values outside the grid fall into the end cells.
+    `masses`: per column, its public point mass or None; values equal to it are not
+    counted (each record still adds one to one cell at most)."""
+    x_num = np.nan_to_num(x_num)
+    clipped = np.clip(x_num, edges[0], edges[-1])
     idx = np.clip(np.searchsorted(edges, clipped, side="right") - 1, 0, len(edges) - 2)
     counts = np.zeros((x_num.shape[1], len(edges) - 1))
-    for j in range(x_num.shape[1]):
-        counts[j] = np.bincount(idx[:, j], minlength=len(edges) - 1)
+    for j, mass in enumerate(masses if masses is not None else [None] * x_num.shape[1]):
+        off_mass = idx[:, j] if mass is None else idx[x_num[:, j] != mass, j]
+        counts[j] = np.bincount(off_mass, minlength=len(edges) - 1)
     return counts
 
 
-def noisy_histogram(x_num: np.ndarray, *, noise_std: float,
-                    edges: np.ndarray = GRID) -> np.ndarray:
+def noisy_histogram(x_num: np.ndarray, *, noise_std: float, edges: np.ndarray = GRID,
+                    masses=None) -> np.ndarray:
     """The DP release itself: cell counts + N(0, noise_std²), sensitivity `sensitivity`."""
-    counts = bucket_counts(x_num, edges)
+    counts = bucket_counts(x_num, edges, masses)
     return counts + gaussian_noise(counts.shape, noise_std, dtype=torch.float64).numpy()
 
 
@@ -138,38 +150,57 @@ def noise_floor(n_cells: int, noise_std: float) -> float:
     return max(_z(n_cells) * noise_std, 1.0)
 
 
-def bounds_from_counts(noisy: np.ndarray, noise_std: float, edges: np.ndarray = GRID,
-                       max_merge: int = MAX_MERGE) -> tuple[float, float]:
-    """One column's (lo, hi) from its noisy counts (post-processing, see the docstring)."""
+def _kept_cells(noisy: np.ndarray, noise_std: float, edges: np.ndarray,
+                max_merge: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The cells (merged in pairs up to `max_merge` fine cells) and their edges at the
+    first merge where some cell clears the noise floor, with the indices that clear
+    (empty when none does even at `max_merge`)."""
     cells, merged = np.asarray(noisy, dtype=np.float64), 1
     while True:
         keep = np.flatnonzero(cells > noise_floor(len(cells), noise_std * math.sqrt(merged)))
-        if len(keep):
-            lo_i, hi_i = max(keep[0] - PAD, 0), min(keep[-1] + 1 + PAD, len(edges) - 1)
-            return float(edges[lo_i]), float(edges[hi_i])
-        if merged >= max_merge or len(cells) == 1:
-            top = int(np.argmax(cells))
-            return float(edges[top]), float(edges[top + 1])
+        if len(keep) or merged >= max_merge or len(cells) == 1:
+            return cells, edges, keep
         cells = np.bincount(np.arange(len(cells)) // 2, weights=cells)
         edges = edges[::2] if len(edges) % 2 else np.append(edges[::2], edges[-1])
         merged *= 2
 
 
-def release_bounds(x_num: np.ndarray, *, noise_std: float,
-                   dates=None) -> list[tuple[float, float]]:
+def bounds_from_counts(noisy: np.ndarray, noise_std: float, edges: np.ndarray = GRID,
+                       max_merge: int = MAX_MERGE, mass: float | None = None) -> tuple[float, float]:
+    """One column's (lo, hi) from its noisy counts (post-processing, see the docstring).
+    When no cell clears: the heaviest merged cell, or for a zero-inflated column (`mass`)
+    the grid cell of its mass — too few records off the mass to see where they lie, so
+    the continuous part comes back at the mass instead of at a scale noise picked."""
+    cells, merged_edges, keep = _kept_cells(noisy, noise_std, edges, max_merge)
+    if len(keep):
+        lo_i, hi_i = max(keep[0] - PAD, 0), min(keep[-1] + 1 + PAD, len(merged_edges) - 1)
+        return float(merged_edges[lo_i]), float(merged_edges[hi_i])
+    if mass is not None:  # the fine cell the mass lies in
+        i = int(np.clip(np.searchsorted(edges, mass, side="right") - 1, 0, len(edges) - 2))
+        return float(edges[i]), float(edges[i + 1])
+    top = int(np.argmax(cells))
+    return float(merged_edges[top]), float(merged_edges[top + 1])
+
+
+def release_bounds(x_num: np.ndarray, *, noise_std: float, dates=None,
+                   masses=None) -> list[tuple[float, float]]:
     """Noisy grid histogram → per-column (lo, hi). `noise_std` = z · sensitivity; the
     grid's resolution depends on the public n = len(x_num) and σ only. `dates`: per
     column, whether it is a date column (public: the column's kind), binned on the day
-    grid instead. Each record still lands in one cell per column: the sensitivity holds."""
+    grid instead. `masses`: per column, its public point mass or None (records at it are
+    not binned). Each record still lands in one cell per column at most: the sensitivity
+    holds."""
     n = len(x_num)
     dates = [bool(d) for d in (dates if dates is not None else [False] * x_num.shape[1])]
+    masses = list(masses) if masses is not None else [None] * x_num.shape[1]
     out: list = [None] * x_num.shape[1]
     groups = ((grid(steps_per_octave(n, noise_std)), MAX_MERGE, [not d for d in dates]),
               (day_grid(day_width(n, noise_std)), DATE_MAX_MERGE, dates))
     for edges, merge, mine in groups:
         cols = [j for j, m in enumerate(mine) if m]
         if cols:
-            noisy = noisy_histogram(x_num[:, cols], noise_std=noise_std, edges=edges)
+            noisy = noisy_histogram(x_num[:, cols], noise_std=noise_std, edges=edges,
+                                    masses=[masses[j] for j in cols])
             for j, row in zip(cols, noisy):
-                out[j] = bounds_from_counts(row, noise_std, edges, merge)
+                out[j] = bounds_from_counts(row, noise_std, edges, merge, masses[j])
     return out

@@ -210,7 +210,8 @@ def train(config, params: Params, data: Dataset, device, stop, *,
     if private_cols:  # the only other read of the records: dp_bounds' noisy histogram
         got = dp_bounds.release_bounds(data.x_train[:, private_cols].astype(np.float64),
                                        noise_std=budget.bounds_sigma,
-                                       dates=[data.columns[j].date for j in private_cols])
+                                       dates=[data.columns[j].date for j in private_cols],
+                                       masses=[data.columns[j].mass for j in private_cols])
         released_bounds = dict(zip(private_cols, got))
         releases.append(_gauss("numeric bounds histogram", budget.bounds_sensitivity,
                                budget.bounds_sigma))

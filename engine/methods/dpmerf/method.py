@@ -76,6 +76,7 @@ class _Plan:
     private_bounds_cols: list[int]  # numeric columns whose bounds must be released
     pixel_weight: float = 0.0  # images: share of the linear pixel kernel
     private_dates: tuple = ()  # per private-bounds column: a date (dp_bounds' day grid)
+    private_masses: tuple = ()  # per private-bounds column: its point mass or None
 
     def features(self, x: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
         if self.kind == "image":
@@ -130,7 +131,10 @@ def _plan(data: Dataset, params: Params, model_gen: torch.Generator,
     return _Plan("tabular", torch.as_tensor(data.x_train[:, num], dtype=torch.float32),
                  _one_hot_block(data.x_train, cat, sizes), w, ls, src,
                  [c.bounds for c in cols], "; ".join(sources) or "no numeric columns",
-                 private_cols, private_dates=tuple(cols[j].date for j in private_cols))
+                 private_cols, private_dates=tuple(cols[j].date for j in private_cols),
+                 # as float32, the precision of plan.x the histogram compares them with
+                 private_masses=tuple(None if cols[j].mass is None
+                                      else float(np.float32(cols[j].mass)) for j in private_cols))
 
 
 def _releases(params: Params, m: int, *, heterogeneous: bool,
@@ -303,7 +307,8 @@ def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
         cols = plan.private_bounds_cols
         released = dp_bounds.release_bounds(plan.x[:, cols].double().numpy(),
                                             noise_std=sigma["numeric bounds histogram"],
-                                            dates=plan.private_dates or None)
+                                            dates=plan.private_dates or None,
+                                            masses=plan.private_masses or None)
         for j, b in zip(cols, released):
             plan.bounds[j] = b
     x = plan.x
