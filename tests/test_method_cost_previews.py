@@ -150,14 +150,32 @@ def test_metrics_evaluation_seconds_are_the_whole_wait_after_training(monkeypatc
 
 
 def test_aim_finished_runs_replace_the_timing(monkeypatch, cancer):
-    """With finished AIM runs on the data, their training seconds are the preview's and
-    nothing is timed."""
+    """With finished AIM runs on the data, the preview is theirs and nothing is timed:
+    runs at the same ε, δ and knobs give their seconds and rounds; runs at another ε
+    give only their seconds per round, times the rounds expected at this ε."""
+    from dataclasses import asdict
+
+    from engine.core.jsonsafe import jsonable
+
     monkeypatch.setattr(aim_cost, "_calibrate", lambda *a: pytest.fail("timed"))
-    finished = [{"n_train": cancer.n_train, "seconds": {"train": s}, "info": {"rounds": 20}}
+    config, params = _config("aim", cancer), make_params("aim", cancer)
+    asked = {"epsilon_target": jsonable(config.epsilon), "delta": config.delta}
+    finished = [{"n_train": cancer.n_train, "seconds": {"train": s}, **asked,
+                 "info": {"rounds": 20, "params": jsonable(asdict(params))}}
                 for s in (100.0, 80.0, 120.0)]
+    finished.append({**finished[0], "epsilon_target": 0.3, "seconds": {"train": 10.0},
+                     "info": {"rounds": 4, "params": jsonable(asdict(params))}})
     monkeypatch.setattr(cost_cache, "finished_metrics",
                         lambda method, dataset, store=None, n_train=None:
                         [m for m in finished if m["n_train"] == n_train])
-    est = aim_cost.estimate(_config("aim", cancer), cancer, make_params("aim", cancer), "cpu")
+    est = aim_cost.estimate(config, cancer, params, "cpu")
     assert est["estimated seconds"] == 100.0 and est["estimated s / round"] == 5.0
+    assert est["estimated steps"] == 20
     assert est[cost_cache.BASIS_KEY] == "measured by 3 finished runs on this data"
+    other = replace(config, epsilon=3.0)
+    expected = aim_cost.rounds(other, cancer, params)
+    est = aim_cost.estimate(other, cancer, params, "cpu")
+    # every run is another's now: the median of 5, 4, 6 and 2.5 s a round
+    assert est["estimated steps"] == expected and est["estimated s / round"] == 4.5
+    assert est["estimated seconds"] == pytest.approx(4.5 * expected)
+    assert "at another ε" in est[cost_cache.BASIS_KEY]

@@ -15,7 +15,9 @@ round's seconds are the line through the two timings, by measurements held. Cach
 per machine and shape, re-timed when old or when the load changed, and never cached
 when the timing met a load spike (engine/store/cost_cache.py). Once this store has
 finished AIM runs on the data, their measured training seconds replace the timing (a
-stand-in's first rounds cannot show how much slower a grown model's rounds are).
+stand-in's first rounds cannot show how much slower a grown model's rounds are): the
+seconds of runs at the same ε and knobs, else their seconds per round times the rounds
+expected at this ε.
 
 The unit is a round. How many rounds a private run makes depends on how often it
 anneals (each anneal quadruples a round's budget): the preview counts the run's own
@@ -32,11 +34,12 @@ import math
 import resource
 import statistics
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 
 from engine.core.config import RunConfig
+from engine.core.jsonsafe import jsonable
 from engine.data import column_kinds
 from engine.methods import stand_in
 from engine.methods.aim import method as aim
@@ -181,23 +184,42 @@ def rounds(config, data, params) -> int:
                                     view.n_train, cells)
 
 
-def _measured(config, data, n_rounds: int) -> dict | None:
+def _same_run(metrics: dict, config, params) -> bool:
+    """Whether a finished run asked what this one asks: the same ε, δ and knobs (its
+    rounds then come from the same schedule)."""
+    return (metrics.get("epsilon_target") == jsonable(config.epsilon)
+            and metrics.get("delta") == config.delta
+            and (metrics.get("info") or {}).get("params") == jsonable(asdict(params)))
+
+
+def _measured(config, data, params, n_rounds: int) -> dict | None:
     """The time keys from this store's finished AIM runs on this data (their training
     seconds and rounds, as metrics.json has them), or None when there is none.
     A stand-in timing cannot see how a run's rounds slow down as its model grows (on the
     census bench table from 0.3 s to 8 s a round), nor JAX compiling each new model, so
-    a finished run is the better figure."""
+    a finished run is the better figure. Runs that asked the same ε, δ and knobs give
+    their seconds and rounds; the others only their seconds per round, times the
+    `n_rounds` expected here (their rounds followed their own ε: at ε = 3 a run makes
+    several times the rounds of one at ε = 0.3). The rounds a run made are post-
+    processing of its noisy measurements (its anneal test reads the model only)."""
     seen = [m for m in cost_cache.finished_metrics("aim", config.dataset, n_train=data.n_train)
             if (m.get("info") or {}).get("rounds") and (m.get("seconds") or {}).get("train")]
     if not seen:
         return None
-    train = statistics.median(m["seconds"]["train"] for m in seen)
+    same = [m for m in seen if _same_run(m, config, params)]
+    runs = lambda k: f"{k} finished run{'s' if k > 1 else ''}"  # noqa: E731
+    if same:
+        steps = round(statistics.median(m["info"]["rounds"] for m in same))
+        train = statistics.median(m["seconds"]["train"] for m in same)
+        return {"estimated steps": steps, "estimated s / round": train / steps,
+                "estimated seconds": float(train),
+                cost_cache.BASIS_KEY: f"measured by {runs(len(same))} on this data"}
     per_round = statistics.median(m["seconds"]["train"] / m["info"]["rounds"] for m in seen)
-    n = len(seen)
     return {"estimated steps": n_rounds, "estimated s / round": per_round,
-            "estimated seconds": float(train),
-            cost_cache.BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} "
-                                  "on this data"}
+            "estimated seconds": float(per_round * n_rounds),
+            cost_cache.BASIS_KEY: f"seconds per round measured by {runs(len(seen))} on this "
+                                  f"data at another ε or other knobs, times {n_rounds} rounds "
+                                  "expected at this ε"}
 
 
 def estimate(config, data, params, device, *, threads: int | None = None, away=None) -> dict:
@@ -207,7 +229,7 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
     n_out = config.n_synthetic or data.n_train
     n_rounds = rounds(config, data, params)
     key = _key(data, params, n_out, threads, n_rounds)
-    measured = _measured(config, data, n_rounds)
+    measured = _measured(config, data, params, n_rounds)
     if measured is not None:  # nothing to time; the memory from a timing, if one was taken
         timed = _RATES.peek(key)[0]
         return {**measured, **({"estimated memory (GB)": timed["peak_gb"]} if timed else {})}
