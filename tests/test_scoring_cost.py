@@ -59,7 +59,7 @@ def test_without_finished_runs_it_is_timed_on_stand_in_data_or_measuring(tmp_pat
 
     rows = min(scoring_cost.PROBE_ROWS, 3000)
     monkeypatch.setattr(scoring_cost, "_calibrate",
-                        lambda width, classes, tabular, models, n: {m: 1.0 for m in models})
+                        lambda width, classes, tabular, models, n, target: {m: 1.0 for m in models})
     monkeypatch.setattr(scoring_cost, "_RATES", scoring_cost.cost_cache.TimedCache())
     out = scoring_cost.estimate(cfg, digits, store=store)
     # three classifiers, 1 s each on `rows` stand-in rows, scaled to the synthetic and real rows
@@ -102,6 +102,29 @@ def test_the_scoring_probe_times_a_table_on_its_own_layout():
     assert scoring_cost._layout(table) == (1, 3, 2)
     assert classifier_inputs(x, table).shape[1] == sum(scoring_cost._layout(table))
     assert scoring_cost._layout(catalog.load("digits", seed=0)) == 64
+
+
+def test_a_cheap_timing_is_made_again_on_more_rows_up_to_the_runs(monkeypatch):
+    """The probe times 4× the rows while that is expected to stay under PROBE_BUDGET_S,
+    up to the run's rows, and says how many it timed; a costly first timing stays one."""
+    timed = []
+
+    def fits(layout, classes, tabular, models, rows):
+        timed.append(rows)
+        return {m: per_row * rows for m in models}
+
+    monkeypatch.setattr(scoring_cost, "_time_fits", fits)
+    models = ("logreg", "mlp", "rf")
+    per_row = 2e-5  # 0.24 s for three fits on 4,000 rows: cheap
+    out = scoring_cost._calibrate((1, 3), 2, True, models, 4000, 32_000)
+    assert timed == [4000, 16_000, 32_000] and out["rows"] == 32_000
+    timed.clear()
+    per_row = 5e-4  # 6 s on 4,000 rows: 16,000 would take about 30 s
+    out = scoring_cost._calibrate((1, 3), 2, True, models, 4000, 32_000)
+    assert timed == [4000] and out["rows"] == 4000
+    timed.clear()
+    out = scoring_cost._calibrate((1, 3), 2, True, models, 4000, None)
+    assert timed == [4000] and out["rows"] == 4000
 
 
 def test_scaling_grows_a_little_faster_than_the_rows():
