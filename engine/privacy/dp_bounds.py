@@ -151,7 +151,7 @@ def noise_floor(n_cells: int, noise_std: float) -> float:
 
 
 def _kept_cells(noisy: np.ndarray, noise_std: float, edges: np.ndarray,
-                max_merge: int) -> tuple[np.ndarray, np.ndarray, int]:
+                max_merge: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The cells (merged in pairs up to `max_merge` fine cells) and their edges at the
     first merge where some cell clears the noise floor, with the indices that clear
     (empty when none does even at `max_merge`)."""
