@@ -23,6 +23,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(SystemExit):
+    """The port free_port() found was taken before the server could bind it."""
+
+
+def start_on_free_port(runs: Path, *, timeout: float = 120.0, env: dict | None = None,
+                       tries: int = 3) -> tuple[subprocess.Popen, int]:
+    """`start_server` on a free port, and on another one when something else (a second
+    test worker's server, a browser's connection) took it in between."""
+    for attempt in range(tries):
+        port = free_port()
+        try:
+            return start_server(runs, port, timeout=timeout, env=env), port
+        except PortTaken:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def start_server(runs: Path, port: int, *, timeout: float = 120.0,
                  env: dict | None = None) -> subprocess.Popen:
     """The app on localhost:`port` with the run store in `runs`, once /_stcore/health says
@@ -45,7 +63,9 @@ def start_server(runs: Path, port: int, *, timeout: float = 120.0,
             proc.kill()
             log.seek(0)
             out = log.read().decode(errors="replace")
-            raise SystemExit(f"streamlit did not start on port {port}: {out[-2000:]}")
+            taken = f"Port {port} is not available" in out  # streamlit's words
+            raise (PortTaken if taken else SystemExit)(
+                f"streamlit did not start on port {port}: {out[-2000:]}")
         time.sleep(0.2)
 
 
@@ -62,9 +82,8 @@ def stop_server(proc: subprocess.Popen) -> None:
 def serve(runs: Path, *, timeout: float = 120.0, env: dict | None = None) -> Iterator[str]:
     """`with serve(folder) as url:` the app's address while the block runs (`env`: extra
     environment variables for the server, e.g. DPSYNTH_INSTRUCTOR_KEY)."""
-    port = free_port()
-    proc = start_server(runs, port, timeout=timeout,
-                        env=None if env is None else {**os.environ, **env})
+    proc, port = start_on_free_port(runs, timeout=timeout,
+                                    env=None if env is None else {**os.environ, **env})
     try:
         yield f"http://localhost:{port}"
     finally:

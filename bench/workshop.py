@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import workshop_browser  # noqa: E402
-from bench.app_server import free_port, start_server, stop_server  # noqa: E402
+from bench.app_server import start_on_free_port, stop_server  # noqa: E402
 from bench.workshop_browser import finished_accuracy, hold  # noqa: E402
 from bench.ws_client import Session  # noqa: E402
 
@@ -265,11 +265,10 @@ def main() -> None:
     runs = Path(os.environ["DPSYNTH_RUNS"]) if keep else Path(tempfile.mkdtemp(
         prefix="dpsynth-workshop-"))
     runs.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "DPSYNTH_RAY_ADDRESS"}
     if args.backend == "ray":
         env["DPSYNTH_RAY_ADDRESS"] = os.environ.get("DPSYNTH_RAY_ADDRESS") or "local"
-    server = start_server(runs, port, env=env)
+    server, port = start_on_free_port(runs, env=env)
     meter = CpuMeter(server.pid)
     meter.start()
     me0 = _self_cpu()
