@@ -21,6 +21,7 @@ from engine.methods.audit_harness import (DELTA, EPSILON, audit_config, audit_pa
                                           target_multiplier, twice)
 from engine.methods.bounds_audit import bounds_draws, bounds_histogram_scores
 from engine.methods.dpmerf import method as dpmerf
+from engine.methods.dpmerf.plan import make_plan
 
 
 def _odd_pi_frequencies(n_features: int, seed: int) -> torch.Tensor:
@@ -48,12 +49,12 @@ def _image_pair(m: int, n_classes: int, *, move_label: bool = False):
 
 
 def _release(config, params, w: torch.Tensor, name: str = "mean embedding"):
-    """dpmerf's own release path: `_plan` (frequencies swapped for `w`), σ from
+    """dpmerf's own release path: `make_plan` (frequencies swapped for `w`), σ from
     `_calibrate`, then `_release`; returns the statistic `name` as `_release` released it,
     after checking that what the generator gets is `_post_process` of the releases alone."""
 
     def release(data):
-        plan = dpmerf._plan(data, params, torch.Generator().manual_seed(0))
+        plan = make_plan(data, params, torch.Generator().manual_seed(0))
         plan.w = w
         sigma = dpmerf._calibrate(config, data, params)[1]
         emb, probs, released = dpmerf._release(plan, data, params, sigma, "cpu",

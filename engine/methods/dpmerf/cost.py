@@ -28,6 +28,7 @@ import torch
 from engine.core.processes import TORCH_BASELINE_GB
 from engine.store import cost_cache
 from engine.methods.dpmerf import method as dpmerf
+from engine.methods.dpmerf.plan import make_plan
 from engine.data.catalog import Dataset
 from engine.methods.preview import MEASURING
 
@@ -83,7 +84,7 @@ def _time_release(plan, rows: torch.Tensor, x_cat) -> float:
 
 def _calibrate(data: Dataset, params, projection: str, device: torch.device) -> dict[str, float]:
     gen_seed = torch.Generator().manual_seed(0)  # public random numbers only
-    plan = dpmerf._plan(data, params, gen_seed, projection)
+    plan = make_plan(data, params, gen_seed, projection)
     plan.w = plan.w.to(device)
     n = min(_CHUNK, data.n_train)
     noise_rows = torch.rand(n, *plan.x.shape[1:], device=device)  # no private records

@@ -4,7 +4,8 @@ The private data is touched exactly once: its random-feature mean embedding (and
 asked, its class counts and numeric bounds) is released with the Gaussian mechanism.
 The generator then trains against that noisy embedding for as many steps as it likes —
 post-processing, no further privacy cost. Sensitivities are in engine/methods/dpmerf/features.py;
-the knobs and their data-derived defaults in engine/methods/dpmerf/params.py.
+the knobs and their data-derived defaults in engine/methods/dpmerf/params.py; how records
+become features (frequencies, length scale, bounds) in engine/methods/dpmerf/plan.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Iterator
 
 import numpy as np
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from engine.data import column_kinds
 from engine.privacy import dp_bounds
 from engine.methods.dpmerf import features as fx
+from engine.methods.dpmerf.plan import Plan, make_plan, tabular_parts
 from engine.core.config import RunConfig
 from engine.data.catalog import Dataset
 from engine.core.device import fast_bf16
@@ -40,101 +42,12 @@ GALLERY_DATASETS = ("fashion_mnist",)  # where installed: minutes per run on two
 TINY_PARAMS = {"n_features": 300, "epochs": 2, "batch_size": 100, "sample_every": 5}
 
 
-# The official code's fixed Gaussian-kernel length scales (ℓ², pixels in [0, 1]).
-# digits (8×8) has no official value: ℓ² = 4 gave LogReg .82 at ε=1 against .77 for
-# MNIST's value scaled by pixel count (8.6) and .70 for 16 (3 runs each, public data).
-# Other image sets scale MNIST's ℓ² by their pixel count.
-# digits' halves and the 8×8 Fashion stand-in (engine/data/catalog.py) are 8×8 like digits.
-IMAGE_LENGTH_SCALE_SQ = {"mnist": 105.0, "fashion_mnist": 127.0, "digits": 4.0,
-                         "digits_public": 4.0, "digits_private": 4.0, "fashion_public": 4.0}
-
-
-
 def projection_precision(choice: str, device) -> tuple[str, str]:
     """The dtype the random-feature projection runs in on `device`, and why."""
     if choice != "auto":
         return choice, "set explicitly"
     fast, why = fast_bf16(device)
     return ("bfloat16" if fast else "float32"), f"auto: {why}"
-
-
-# ------------------------------------------------------------------ preparation
-
-
-@dataclass
-class _Plan:
-    """What the release needs: how records become features, and what is released."""
-
-    kind: str
-    x: torch.Tensor  # images (n, c, h, w) or scaled numeric block (n, d_num)
-    x_cat: torch.Tensor | None  # one-hot categorical block (n, d_cat) or None
-    w: torch.Tensor  # random frequencies (d_num or pixels, D/2)
-    length_scale: float
-    length_scale_source: str
-    bounds: list[tuple[float, float]] | None  # numeric bounds (tabular)
-    bounds_source: str
-    private_bounds_cols: list[int]  # numeric columns whose bounds must be released
-    pixel_weight: float = 0.0  # images: share of the linear pixel kernel
-    private_dates: tuple = ()  # per private-bounds column: a date (dp_bounds' day grid)
-    private_masses: tuple = ()  # per private-bounds column: its point mass or None
-
-    def features(self, x: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
-        if self.kind == "image":
-            return fx.rff_and_pixels(x, self.w, self.pixel_weight)
-        return fx.heterogeneous_features(x, x_cat, self.w)
-
-
-def _tabular_parts(data: Dataset):
-    num = [i for i, c in enumerate(data.columns) if c.kind == "num"]
-    cat = [i for i, c in enumerate(data.columns) if c.kind == "cat"]
-    sizes = [len(data.columns[i].categories) for i in cat]
-    return num, cat, sizes
-
-
-def _one_hot_block(x: np.ndarray, cat: list[int], sizes: list[int]) -> torch.Tensor | None:
-    if not cat:
-        return None
-    blocks = [F.one_hot(torch.as_tensor(x[:, i], dtype=torch.long), s).float()
-              for i, s in zip(cat, sizes)]
-    return torch.cat(blocks, dim=1)
-
-
-def _plan(data: Dataset, params: Params, model_gen: torch.Generator,
-          projection: str = "float32") -> _Plan:
-    if data.kind == "image":
-        d_in = int(np.prod(data.image_shape))
-        if params.length_scale is not None:
-            ls, src = params.length_scale, "user"
-        else:
-            sq = IMAGE_LENGTH_SCALE_SQ.get(data.name, 105.0 * d_in / 784)
-            ls, src = math.sqrt(sq), "public default (fixed per dataset, see IMAGE_LENGTH_SCALE_SQ)"
-        w = fx.draw_frequencies(d_in, params.n_features, ls, generator=model_gen)
-        w = w.to(getattr(torch, projection))
-        return _Plan("image", torch.as_tensor(data.x_train), None, w, ls, src, None, "", [],
-                     params.pixel_weight)
-
-    num, cat, sizes = _tabular_parts(data)
-    cols = [data.columns[i] for i in num]
-    private_cols = [j for j, c in enumerate(cols) if c.bounds is None]
-    sources = sorted({c.bounds_source for c in cols if c.bounds is not None})
-    if private_cols:
-        sources.append("DP release (noisy histogram over a public geometric grid, "
-                       "engine/privacy/dp_bounds.py, part of the budget)")
-    if params.length_scale is not None:
-        ls, src = params.length_scale, "user"
-    else:
-        # Data-independent stand-in for the median heuristic: the median distance
-        # between uniform points in the public [0,1]^d box is about √(d/6).
-        ls = math.sqrt(max(len(num), 1) / 6.0)
-        src = "public heuristic: median distance of uniform points in the scaled box, sqrt(d_num/6)"
-    w = fx.draw_frequencies(len(num), params.n_features, ls, generator=model_gen)
-    return _Plan("tabular", torch.as_tensor(data.x_train[:, num], dtype=torch.float32),
-                 _one_hot_block(data.x_train, cat, sizes), w, ls, src,
-                 [c.bounds for c in cols], "; ".join(sources) or "no numeric columns",
-                 private_cols, private_dates=tuple(cols[j].date for j in private_cols),
-                 # as float32, the precision of plan.x the histogram compares them with
-                 private_masses=tuple(None if cols[j].mass is None
-                                      else float(np.float32(cols[j].mass)) for j in private_cols))
 
 
 def _releases(params: Params, m: int, *, heterogeneous: bool,
@@ -158,7 +71,7 @@ def _releases(params: Params, m: int, *, heterogeneous: bool,
 def _release_plan(data: Dataset, params: Params) -> list[Release]:
     if data.kind == "image":
         return _releases(params, data.n_train, heterogeneous=False, n_private_bounds=0)
-    _, cat, _ = _tabular_parts(data)
+    _, cat, _ = tabular_parts(data)
     private = len(dp_bounds.columns_without_bounds(data))
     return _releases(params, data.n_train, heterogeneous=bool(cat), n_private_bounds=private)
 
@@ -207,7 +120,7 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
     torch.manual_seed(config.seed)  # model init only; DP noise has its own OS-entropy generator
     model_gen = torch.Generator().manual_seed(config.seed)
     projection, projection_why = projection_precision(params.projection, device)
-    plan = _plan(data, params, model_gen, projection)
+    plan = make_plan(data, params, model_gen, projection)
     report, sigma = _calibrate(config, data, params)
     m, n_classes = data.n_train, data.n_classes
     plan.w = plan.w.to(device)  # the frequencies are public; both sides use them
@@ -277,7 +190,7 @@ def train(config: RunConfig, params: Params, data: Dataset, device: torch.device
     yield Event("done", info["steps"], total, report.epsilon_spent, result=result)
 
 
-def generated_embedding(gen, plan: _Plan, params: Params, labels: torch.Tensor,
+def generated_embedding(gen, plan: Plan, params: Params, labels: torch.Tensor,
                         label_probs: torch.Tensor, n_classes: int) -> torch.Tensor:
     """The generator's side of the loss: the embedding of a fresh batch with `labels`."""
     z = torch.randn(len(labels), params.latent, device=labels.device)
@@ -292,7 +205,7 @@ def generated_embedding(gen, plan: _Plan, params: Params, labels: torch.Tensor,
     return emb_gen
 
 
-def _release(plan: _Plan, data: Dataset, params: Params, sigma: dict, device,
+def _release(plan: Plan, data: Dataset, params: Params, sigma: dict, device,
              labelled: bool) -> tuple[torch.Tensor, torch.Tensor, dict]:
     """The only code that reads private records: release numeric bounds (if not public),
     the noisy mean embedding and, if asked, noisy class counts. Returns the embedding the
@@ -359,12 +272,12 @@ def _noisy_counts(y_train: torch.Tensor, n_classes: int, std: float) -> torch.Te
     return counts + gaussian_noise(counts.shape, std, dtype=torch.float64)
 
 
-def _make_generator(plan: _Plan, data: Dataset, params: Params, n_labels: int):
+def _make_generator(plan: Plan, data: Dataset, params: Params, n_labels: int):
     if plan.kind == "image":
         return ConvCondGenerator(data.image_shape, n_labels, latent=params.latent,
                                  hidden=params.gen_hidden, channels=tuple(params.gen_channels),
                                  upsample=params.upsample)
-    _, _, sizes = _tabular_parts(data)
+    _, _, sizes = tabular_parts(data)
     return TabularGenerator(len(plan.bounds), sizes, n_labels, latent=params.latent)
 
 
@@ -374,7 +287,7 @@ def _as_tuple(out) -> tuple:
 
 
 @torch.no_grad()
-def _to_records(gen, data: Dataset, plan: _Plan, labels: torch.Tensor, params: Params,
+def _to_records(gen, data: Dataset, plan: Plan, labels: torch.Tensor, params: Params,
                 device, labelled: bool, chunk: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     """Generate records in the dataset's own domain (images in [0,1]; tabular raw units).
 
@@ -408,7 +321,7 @@ def _draw_records(gen, data, plan, labels, params, device, labelled, chunk):
         num = lo + x_num.cpu().numpy().astype(np.float64) * (hi - lo)
         codes = gen.sample_categories(probs).cpu().numpy() if probs is not None else None
         rec = np.zeros((len(lab), len(data.columns)))
-        num_idx, cat_idx, _ = _tabular_parts(data)
+        num_idx, cat_idx, _ = tabular_parts(data)
         rec[:, num_idx] = num
         if codes is not None:
             rec[:, cat_idx] = codes
