@@ -17,14 +17,16 @@ pytestmark = pytest.mark.usefixtures("cold_cache")
 class FakeStore:
     """list_runs + artifact_dir, as engine.store.runs.RunStore answers them."""
 
-    def __init__(self, root, seconds):
+    def __init__(self, root, seconds, options=None):
         self.root = root
         self.runs = []
         for i, secs in enumerate(seconds):
             rid = f"run{i}"
             (root / rid).mkdir()
             (root / rid / "metrics.json").write_text(json.dumps({"seconds": secs}))
-            self.runs.append(SimpleNamespace(run_id=rid))
+            data_options = options[i] if options else None
+            self.runs.append(SimpleNamespace(run_id=rid,
+                                             config=SimpleNamespace(data_options=data_options)))
 
     def list_runs(self, *, method, dataset, status):
         assert (method, dataset, status) == ("dpmerf", "digits", "finished")
@@ -44,6 +46,20 @@ def test_the_timed_figure_is_corrected_by_finished_runs(tmp_path):
     assert out["estimated seconds"] == pytest.approx(15.0)  # 5 s timed × median ratio 3
     assert out[cost_cache.TIMED_KEY] == 5.0 and out["estimated steps"] == 9
     assert out[cost_cache.BASIS_KEY] == "timed now, corrected from 3 finished runs"
+
+
+def test_only_runs_on_the_same_file_correct_a_preview(tmp_path):
+    """A CSV's dataset name is only "csv": another participant's upload (another path) of
+    any size never corrects this file's preview, nor is it shown to have run."""
+    mine, theirs = {"path": "/uploads/a/mine.csv", "label": "y"}, {"path": "/uploads/b/x.csv",
+                                                                   "label": "y"}
+    store = FakeStore(tmp_path, [{"train": 20.0, "timed": 10.0}, {"train": 90.0, "timed": 10.0}],
+                      options=[mine, theirs])
+    assert cost_cache.finished_ratios("dpmerf", "digits", store, data_options=mine) == [2.0]
+    out = cost_cache.correct({"estimated seconds": 5.0}, "dpmerf", "digits", store,
+                             data_options={"path": "/uploads/c/new.csv", "label": "y"})
+    assert out["estimated seconds"] == 5.0
+    assert out[cost_cache.BASIS_KEY] == "timed now, no finished run yet"
 
 
 def test_without_finished_runs_the_basis_says_so(tmp_path):

@@ -166,7 +166,7 @@ def test_aim_finished_runs_replace_the_timing(monkeypatch, cancer):
     finished.append({**finished[0], "epsilon_target": 0.3, "seconds": {"train": 10.0},
                      "info": {"rounds": 4, "params": jsonable(asdict(params))}})
     monkeypatch.setattr(cost_cache, "finished_metrics",
-                        lambda method, dataset, store=None, n_train=None:
+                        lambda method, dataset, store=None, n_train=None, **kw:
                         [m for m in finished if m["n_train"] == n_train])
     est = aim_cost.estimate(config, cancer, params, "cpu")
     assert est["estimated seconds"] == 100.0 and est["estimated s / round"] == 5.0

@@ -41,6 +41,9 @@ def test_finished_runs_on_the_same_data_give_the_scoring_time(tmp_path, digits):
     _finished(store, cfg, syn=99.0, real=99.0, n_train=n, n_syn=n, sweep="gallery")  # elsewhere
     _finished(store, cfg, syn=50.0, real=50.0, n_train=n, n_syn=500)  # another size
     _finished(store, cfg, syn=70.0, real=70.0, n_train=n, n_syn=n, cnn=True)  # with the CNN
+    other_file = RunConfig(method="dpmerf", dataset="digits",
+                           data_options={"path": "/uploads/b/x.csv", "label": "y"})
+    _finished(store, other_file, syn=80.0, real=80.0, n_train=n, n_syn=n)  # another's file
     out = scoring_cost.estimate(cfg, digits, store=store,
                                 away=lambda *a: pytest.fail("timed with measured runs"))
     assert out[scoring_cost.SECONDS_KEY] == pytest.approx(3.0 + 6.0)  # median syn + real

@@ -120,8 +120,8 @@ def finished_scoring(config, data, store=None) -> list[dict[str, float]]:
             return []
         out = []
         for rec in store.list_runs(dataset=config.dataset, status="finished"):
-            if rec.sweep == "gallery":  # measured on another machine
-                continue
+            if rec.sweep == "gallery" or not cost_cache.same_data(rec, config.data_options):
+                continue  # measured on another machine, or on another file
             try:
                 m = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
             except (OSError, ValueError):

@@ -203,16 +203,27 @@ def default_store():
     return _STORES.get(root) or _STORES.setdefault(root, RunStore(root, recover=False))
 
 
-def finished_metrics(method: str, dataset: str, store=None, *,
-                     n_train: int | None = None) -> list[dict]:
-    """metrics.json of the newest finished runs of `method` on `dataset` (NEWEST at most;
-    only those with `n_train` training records when given: a CSV's dataset name is "csv")."""
+def same_data(rec, data_options) -> bool:
+    """Whether a stored run read the data a run with `data_options` reads: a CSV's or
+    NPZ's dataset name is only "csv" or "npz", so its options (the uploaded file's path,
+    label, schema) tell whose file, and which table, it was. A participant's preview
+    never learns from another's upload, however alike their sizes."""
+    return (rec.config.data_options or {}) == (data_options or {})
+
+
+def finished_metrics(method: str, dataset: str, store=None, *, n_train: int | None = None,
+                     data_options: dict | None = None) -> list[dict]:
+    """metrics.json of the newest finished runs of `method` on `dataset` with these
+    `data_options` (`same_data`; NEWEST at most; only those with `n_train` training
+    records when given)."""
     try:
         store = store if store is not None else default_store()
         if store is None:  # no store yet: nothing finished
             return []
         out: list[dict] = []
         for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
+            if not same_data(rec, data_options):
+                continue
             try:
                 metrics = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
             except (OSError, ValueError):
@@ -226,11 +237,13 @@ def finished_metrics(method: str, dataset: str, store=None, *,
         return []
 
 
-def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
+def finished_ratios(method: str, dataset: str, store=None, *,
+                    data_options: dict | None = None) -> list[float]:
     """measured / timed training seconds of the newest finished runs of `method` on
-    `dataset` that recorded both (metrics.json "seconds": "train" and "timed")."""
+    `dataset` with these `data_options` that recorded both (metrics.json "seconds":
+    "train" and "timed")."""
     out = []
-    for metrics in finished_metrics(method, dataset, store):
+    for metrics in finished_metrics(method, dataset, store, data_options=data_options):
         secs = metrics.get("seconds") or {}
         timed, train = secs.get("timed"), secs.get("train")
         if isinstance(timed, (int, float)) and isinstance(train, (int, float)) and timed > 0:
@@ -238,13 +251,14 @@ def finished_ratios(method: str, dataset: str, store=None) -> list[float]:
     return out
 
 
-def correct(cost: dict[str, Any], method: str, dataset: str, store=None) -> dict[str, Any]:
-    """`cost` with "estimated seconds" corrected from finished runs, the timed figure kept
-    under TIMED_KEY and the basis under BASIS_KEY."""
+def correct(cost: dict[str, Any], method: str, dataset: str, store=None, *,
+            data_options: dict | None = None) -> dict[str, Any]:
+    """`cost` with "estimated seconds" corrected from finished runs on the same data
+    (`same_data`), the timed figure kept under TIMED_KEY and the basis under BASIS_KEY."""
     if "estimated seconds" not in cost:
         return cost
     timed = float(cost["estimated seconds"])
-    ratios = finished_ratios(method, dataset, store)
+    ratios = finished_ratios(method, dataset, store, data_options=data_options)
     out = dict(cost)
     out[TIMED_KEY] = timed
     if ratios:

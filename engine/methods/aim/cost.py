@@ -202,7 +202,8 @@ def _measured(config, data, params, n_rounds: int) -> dict | None:
     `n_rounds` expected here (their rounds followed their own ε: at ε = 3 a run makes
     several times the rounds of one at ε = 0.3). The rounds a run made are post-
     processing of its noisy measurements (its anneal test reads the model only)."""
-    seen = [m for m in cost_cache.finished_metrics("aim", config.dataset, n_train=data.n_train)
+    seen = [m for m in cost_cache.finished_metrics("aim", config.dataset, n_train=data.n_train,
+                                                   data_options=config.data_options)
             if (m.get("info") or {}).get("rounds") and (m.get("seconds") or {}).get("train")]
     if not seen:
         return None
@@ -248,4 +249,5 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
     return cost_cache.correct({"estimated steps": n_rounds, "estimated s / round": mean_round,
                                "estimated seconds": float(seconds),
                                "estimated memory (GB)": timed["peak_gb"]},
-                              config.method, config.dataset)
+                              config.method, config.dataset,
+                              data_options=config.data_options)

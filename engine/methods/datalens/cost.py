@@ -50,7 +50,8 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
                + n_out * cost["per sample"])
     return cost_cache.correct({"estimated s / iteration": round(cost["iteration"], 3),
                                "estimated seconds": round(seconds, 1)},
-                              config.method, config.dataset)
+                              config.method, config.dataset,
+                              data_options=config.data_options)
 
 
 def run_memory_gb(config, data, params) -> float:

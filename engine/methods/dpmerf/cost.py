@@ -143,7 +143,8 @@ def estimate(config, data: Dataset, params, device, *, threads: int | None = Non
                + n_syn * rates["sample_per_record"])
     return cost_cache.correct({**cost, "estimated seconds": float(seconds),
                                "estimated s / step": float(rates["step"])},
-                              config.method, config.dataset)
+                              config.method, config.dataset,
+                              data_options=config.data_options)
 
 
 def run_memory_gb(config, data: Dataset, params) -> float:

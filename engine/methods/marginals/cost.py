@@ -57,7 +57,8 @@ def estimate(config, data, params, device, *, threads: int | None = None, away=N
         return {**cost, cost_cache.BASIS_KEY: MEASURING}
     seconds = timed["per_row"] * (data.n_train + n_out)
     return cost_cache.correct({**cost, "estimated seconds": float(seconds)},
-                              config.method, config.dataset)
+                              config.method, config.dataset,
+                              data_options=config.data_options)
 
 
 def run_memory_gb(config, data, params) -> float:
