@@ -196,8 +196,13 @@ def real_reference_fitted(data: Dataset, models: tuple[str, ...] = MODELS, seed:
     (scoring a run then fits the classifiers on the synthetic data only:
     engine/methods/scoring_cost.py)."""
     models = tuple(models)
-    return ((*_data_key(data), models, seed) in _REAL_SCORES
-            or _saved_reference(_reference_file(data, models, seed)) is not None)
+    key = (*_data_key(data), models, seed)
+    if key not in _REAL_SCORES:
+        saved = _saved_reference(_reference_file(data, models, seed))
+        if saved is None:
+            return False
+        _REAL_SCORES[key] = saved  # read (and the split hashed) once: scoring takes it here
+    return True
 
 
 def full_evaluation(x_syn: np.ndarray, y_syn: np.ndarray, data: Dataset, *,

@@ -23,7 +23,6 @@ Nothing here reads a record.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -115,16 +114,9 @@ def finished_scoring(config, data, store=None) -> list[dict[str, float]]:
     [{"synthetic": s, "real": s or None}] (None: that run's reference was fitted before)."""
     n_syn = config.n_synthetic or data.n_train
     try:
-        store = store if store is not None else cost_cache.default_store()
-        if store is None:
-            return []
         out = []
-        for rec in store.list_runs(dataset=config.dataset, status="finished"):
-            if rec.sweep == "gallery" or not cost_cache.same_data(rec, config.data_options):
-                continue  # measured on another machine, or on another file
-            try:
-                m = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
-            except (OSError, ValueError):
+        for rec, m in cost_cache.finished_on(config.dataset, config.data_options, store):
+            if rec.sweep == "gallery":  # measured on another machine
                 continue
             secs = m.get("seconds") or {}
             syn = secs.get("score_synthetic")
@@ -155,7 +147,7 @@ def estimate(config, data, *, threads: int | None = None, away=None, store=None,
         real = 0.0 if real_fitted else (statistics.median(reals) if reals else syn * data.n_train / n_syn)
         n = len(seen)
         return {SECONDS_KEY: syn + real,
-                BASIS_KEY: f"measured by {n} finished run{'s' if n > 1 else ''} on this data"
+                BASIS_KEY: f"measured by {cost_cache.finished_runs(n)} on this data"
                            + ("" if real_fitted else ", real-data reference included")}
     if threads is None:  # this process times: its own threads (the web server passes them)
         import torch

@@ -29,12 +29,13 @@ Only durations are read (no record, no statistic of the data), so none of it cos
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 MAX_AGE_S = 300.0  # a timing older than this is taken again
 LOAD_CHANGE = 0.5  # per core: a load-average move this large re-times
@@ -211,28 +212,38 @@ def same_data(rec, data_options) -> bool:
     return (rec.config.data_options or {}) == (data_options or {})
 
 
+def finished_on(dataset: str, data_options: dict | None, store=None, *,
+                method: str | None = None) -> Iterator[tuple[Any, dict]]:
+    """(record, metrics.json) of this store's finished runs of `method` (any when None)
+    on this data (`same_data`), newest first; a run whose metrics cannot be read is
+    skipped. The store read is lazy: callers stop after the few they need."""
+    store = store if store is not None else default_store()
+    if store is None:  # no store yet: nothing finished
+        return
+    for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
+        if not same_data(rec, data_options):
+            continue
+        try:
+            metrics = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
+        except (OSError, ValueError):
+            continue
+        yield rec, metrics
+
+
+def finished_runs(n: int) -> str:
+    """The basis lines' "3 finished runs"."""
+    return f"{n} finished run{'s' if n > 1 else ''}"
+
+
 def finished_metrics(method: str, dataset: str, store=None, *, n_train: int | None = None,
                      data_options: dict | None = None) -> list[dict]:
     """metrics.json of the newest finished runs of `method` on `dataset` with these
-    `data_options` (`same_data`; NEWEST at most; only those with `n_train` training
+    `data_options` (`finished_on`; NEWEST at most; only those with `n_train` training
     records when given)."""
     try:
-        store = store if store is not None else default_store()
-        if store is None:  # no store yet: nothing finished
-            return []
-        out: list[dict] = []
-        for rec in store.list_runs(method=method, dataset=dataset, status="finished"):
-            if not same_data(rec, data_options):
-                continue
-            try:
-                metrics = json.loads((store.artifact_dir(rec.run_id) / "metrics.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if n_train is None or metrics.get("n_train") == n_train:
-                out.append(metrics)
-            if len(out) >= NEWEST:
-                break
-        return out
+        fitting = (m for _, m in finished_on(dataset, data_options, store, method=method)
+                   if n_train is None or m.get("n_train") == n_train)
+        return list(itertools.islice(fitting, NEWEST))
     except Exception:  # a store we cannot read: no correction, and the basis says so
         return []
 
@@ -264,7 +275,7 @@ def correct(cost: dict[str, Any], method: str, dataset: str, store=None, *,
     if ratios:
         out["estimated seconds"] = timed * statistics.median(ratios)
         n = len(ratios)
-        out[BASIS_KEY] = f"timed now, corrected from {n} finished run{'s' if n > 1 else ''}"
+        out[BASIS_KEY] = f"timed now, corrected from {finished_runs(n)}"
     else:
         out[BASIS_KEY] = "timed now, no finished run yet"
     return out

@@ -208,18 +208,19 @@ def _measured(config, data, params, n_rounds: int) -> dict | None:
     if not seen:
         return None
     same = [m for m in seen if _same_run(m, config, params)]
-    runs = lambda k: f"{k} finished run{'s' if k > 1 else ''}"  # noqa: E731
     if same:
         steps = round(statistics.median(m["info"]["rounds"] for m in same))
         train = statistics.median(m["seconds"]["train"] for m in same)
         return {"estimated steps": steps, "estimated s / round": train / steps,
                 "estimated seconds": float(train),
-                cost_cache.BASIS_KEY: f"measured by {runs(len(same))} on this data"}
+                cost_cache.BASIS_KEY: f"measured by {cost_cache.finished_runs(len(same))} "
+                                      "on this data"}
     per_round = statistics.median(m["seconds"]["train"] / m["info"]["rounds"] for m in seen)
     return {"estimated steps": n_rounds, "estimated s / round": per_round,
             "estimated seconds": float(per_round * n_rounds),
-            cost_cache.BASIS_KEY: f"seconds per round measured by {runs(len(seen))} on this "
-                                  f"data at another ε or other knobs, times {n_rounds} rounds "
+            cost_cache.BASIS_KEY: "seconds per round measured by "
+                                  f"{cost_cache.finished_runs(len(seen))} on this data at "
+                                  f"another ε or other knobs, times {n_rounds} rounds "
                                   "expected at this ε"}
 
 
