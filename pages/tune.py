@@ -73,7 +73,7 @@ if texts:
                                 tune_on=kind_file(tune_on) if file_on else tune_on,
                                 tune_on_options={"path": tune_on} if file_on else None,
                                 root=root, owner=jm.session)
-        queued = [r.config for r in jm.store.active_runs() if r.status.value == "queued"]
+        queued = jm.uncharged()
         seen = study_preview(spec, root=root, slots=jm.slots, pending=queued, data=data,
                              wait=False)
         for line in seen.lines():

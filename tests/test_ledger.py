@@ -152,6 +152,23 @@ def test_cap_counts_queued_runs_and_booking_is_atomic(store):
     assert [r["charge"] for r in led.datasets()[0]["runs"]] == ["a", "b"]
 
 
+def test_a_claimed_run_not_yet_booked_still_counts_at_submit(store):
+    """Between the worker's claim (RUNNING) and its trainer's booking, a run is neither
+    queued nor charged: the cap check at submit must still count it, once."""
+    led = L.Ledger(store.root)
+    led.set_cap("digits", 1.2)  # one run of ε = 1 fits, two do not
+    first = store.create_run(RunConfig(epsilon=1.0, seed=1))
+    store.mark_running(first)
+    pending = led.uncharged(store.active_runs())
+    assert [c.seed for c in pending] == [1]
+    with pytest.raises(InputError, match="past its cap"):
+        led.check(RunConfig(epsilon=1.0, seed=2), pending=pending)
+    led.book(RunConfig(epsilon=1.0, seed=1), run_id=first, source="test")
+    assert led.uncharged(store.active_runs()) == []  # booked: counted by the ledger alone
+    with pytest.raises(InputError, match="past its cap"):
+        led.check(RunConfig(epsilon=1.0, seed=2), pending=led.uncharged(store.active_runs()))
+
+
 def test_a_deleted_run_stays_charged_and_the_ledger_survives_a_restart(store):
     rid, metrics = _in_store(store, RunConfig(epsilon=1.0, params=TINY_DPMERF))
     before = L.Ledger(store.root).datasets()[0]["epsilon"]

@@ -103,7 +103,6 @@ def main(args) -> int:
     from engine.jobs.manager import JobManager
     from engine.jobs.study import Study, defaults_score, ledger_totals, load_spec
     from engine.runs.study_preview import study_preview
-    from engine.store.records import RunStatus
     from engine.store.runs import RunStore, default_root
 
     root = default_root()
@@ -121,7 +120,7 @@ def main(args) -> int:
     try:
         study = Study(spec, name, jm)
         left = spec.trials - len(study.result().done)
-        queued = [r.config for r in jm.store.active_runs() if r.status == RunStatus.QUEUED]
+        queued = jm.uncharged()
         _say(f"study {name}: {spec.base.method} on {spec.base.dataset}"
              + (f" (trials on {spec.tune_on_words}, public)" if spec.tune_on else "")
              + f" {tune_report.epsilon_words(spec)}, {spec.sampler}, {left} of {spec.trials} "

@@ -158,8 +158,7 @@ class JobManager(QueueEstimates):
         from engine.privacy.ledger import Ledger
 
         try:
-            Ledger(self.store.root).check(config, pending=[
-                r.config for r in self.store.active_runs() if r.status == RunStatus.QUEUED])
+            Ledger(self.store.root).check(config, pending=self.uncharged())
         except InputError:
             # Past the cap, a finished run asked for with exactly this config is still
             # handed back: it releases nothing new and costs nothing. It is looked up by
@@ -179,6 +178,12 @@ class JobManager(QueueEstimates):
                                        device=device_key(config), settings=settings)
         self._ensure_worker()
         return Submission(run_id, False)
+
+    def uncharged(self) -> list[RunConfig]:
+        """Queued and running runs not charged yet: what a cap check counts as pending."""
+        from engine.privacy.ledger import Ledger
+
+        return Ledger(self.store.root).uncharged(self.store.active_runs())
 
     def reusable_past_cap(self, config: RunConfig) -> str | None:
         """The finished run `request(config)` hands back even past the dataset's cap

@@ -195,6 +195,16 @@ class Ledger:
         with closing(self._con()) as con:
             return self._forecast(con, ds, more)
 
+    def uncharged(self, runs: Iterable[Any]) -> list[RunConfig]:
+        """The configs of `runs` (a store's queued and running records) that have no charge
+        booked yet. A run books its charge when its trainer starts, a moment after the
+        worker claims it; counted as pending until then, it is never missed by a cap
+        check made in between (the check at booking refuses it anyway: this is so the
+        refusal comes at submit, where a user or a study can act on it)."""
+        with closing(self._con()) as con:
+            booked = {r[0] for r in con.execute("SELECT run_id FROM ledger_charges")}
+        return [r.config for r in runs if r.run_id not in booked]
+
     def check(self, config: RunConfig, *, pending: Iterable[RunConfig] = ()) -> None:
         """Refuse (InputError, one line) a run that would take its dataset past its cap.
         Reads the file's bytes for its fingerprint only; loads no data."""
