@@ -401,6 +401,9 @@ def test_a_room_of_strangers(tmp_path):
             upload = Path(run.config.data_options["path"])
             assert upload.is_file() and FILE in upload.name
             expect(a.get_by_text("Downstream scores")).to_be_visible(timeout=WAIT_MS)
+            # Pages done with are closed: an open one keeps redrawing its live parts (the
+            # browser's CPU was most of this test's); A's cookie lives in her context.
+            a.close()
 
             game = a_ctx.new_page()
             game.goto(f"{server}/learn", wait_until="domcontentloaded")
@@ -414,6 +417,7 @@ def test_a_room_of_strangers(tmp_path):
             rounds = store.game_rounds(epsilon=1.0)
             assert {r["session"] for r in rounds} == {a_key}  # by owner key, no name
             assert not any(r["player"] for r in rounds)
+            game.close()
 
             mine = a_ctx.new_page()  # A's own view: her run picked, its real figures shown
             mine.goto(f"{server}/runs", wait_until="domcontentloaded")
@@ -425,6 +429,7 @@ def test_a_room_of_strangers(tmp_path):
             expect(mine.locator(f".st-key-runs_attack_{rid}_go button")).to_be_visible(
                 timeout=WAIT_MS)
             mine.screenshot(path=str(shots / "room-a-runs.png"), full_page=True)
+            mine.close()
 
             # ---- B: the room view --------------------------------------------------------
             b_ctx = browser.new_context(**view)

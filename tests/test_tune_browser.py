@@ -109,6 +109,7 @@ def test_a_study_from_the_page_survives_a_reload_and_a_stranger(server, tmp_path
             stranger.wait_for_timeout(2500)  # past the next redraw: still there
             expect(stranger.get_by_text("belongs to another participant")).to_be_visible(
                 timeout=WAIT_MS)
+            stranger.close()  # an open board redraws every two seconds
 
             # A reload is a new Streamlit session: the study goes on and is shown again.
             owner.reload(wait_until="domcontentloaded")
