@@ -169,6 +169,29 @@ def test_only_the_owner_stops_a_study(fake):
     assert not study_background.resume(fake, "owned")  # a stopped study stays stopped
 
 
+def test_one_storage_per_store_and_an_evicted_one_still_works(tmp_path, monkeypatch):
+    """The Tune board asks for a study's storage several times a redraw: it is opened once
+    per store; past KEEP_STORAGES the oldest closes its idle connections and still works."""
+    import optuna
+
+    from engine.jobs import study as study_mod
+
+    monkeypatch.setattr(study_mod, "KEEP_STORAGES", 2)
+    roots = [tmp_path / f"s{i}" for i in range(3)]
+    for r in roots:
+        r.mkdir()
+    first = study_mod.storage(roots[0])
+    assert study_mod.storage(roots[0]) is first
+    optuna.create_study(study_name="a", storage=first).optimize(
+        lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    study_mod.storage(roots[1]), study_mod.storage(roots[2])  # roots[0] evicted
+    assert all(k[1] != f"sqlite:///{roots[0].resolve() / 'studies.db'}"
+               for k in study_mod._STORAGES)
+    optuna.load_study(study_name="a", storage=first).optimize(
+        lambda t: t.suggest_float("x", 0, 1), n_trials=1)  # the holder goes on
+    assert len(optuna.load_study(study_name="a", storage=study_mod.storage(roots[0])).trials) == 2
+
+
 def test_a_trial_refused_at_the_cap_stops_the_study(tmp_path):
     """A cap reached after the preview (by runs queued elsewhere, say): the refused trial
     is told FAIL with the ledger's reason and the study stops instead of asking again."""

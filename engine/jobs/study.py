@@ -25,6 +25,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -105,12 +106,29 @@ def _optuna():
     return optuna
 
 
+_STORAGES: OrderedDict[tuple[int, str], Any] = OrderedDict()
+_STORAGES_LOCK = threading.Lock()
+KEEP_STORAGES = 8  # run stores whose storage stays open (a server has one; tests many)
+
+
 def storage(root: str | os.PathLike):
-    """Optuna's RDB storage in the run store's folder; SQLite waits when busy."""
+    """Optuna's RDB storage in the run store's folder; SQLite waits when busy. One per
+    file and process: opening one (an engine, Optuna's schema check) took 0.1-0.2 s,
+    and the Tune board opened four on each of its two-second redraws. SQLAlchemy's pool
+    is shared by threads; a forked process opens its own (the pid is in the key). The
+    least recently used past KEEP_STORAGES closes its idle connections (a holder still
+    works: SQLAlchemy opens new ones on demand)."""
     optuna = _optuna()
     url = f"sqlite:///{Path(root).resolve() / STORAGE}"
-    return optuna.storages.RDBStorage(
-        url, engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT_S}})
+    with _STORAGES_LOCK:
+        key = (os.getpid(), url)
+        if key not in _STORAGES:
+            _STORAGES[key] = optuna.storages.RDBStorage(
+                url, engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT_S}})
+            while len(_STORAGES) > KEEP_STORAGES:
+                _STORAGES.popitem(last=False)[1].engine.dispose()
+        _STORAGES.move_to_end(key)
+        return _STORAGES[key]
 
 
 def sampler(spec: StudySpec):
