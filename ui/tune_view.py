@@ -78,10 +78,13 @@ def _plots(study, res, jm) -> None:
 
 
 def board(jm, name: str) -> None:
-    """A study's state, Stop (owner or instructor only), its trials and plots; refreshed
-    every two seconds while it runs."""
+    """A study's state, Stop (owner or instructor only) and its trials, refreshed every
+    two seconds while it runs; then a trial's details and the plots, drawn again only
+    when a trial changes. (Redrawing the five plots every two seconds kept the browser
+    busy: watching a study slowed its trials on a laptop's two cores.)"""
     root = jm.manager.store.root
     studies.resume(jm.manager, name)  # after a restart: a study left unfinished goes on
+    seen = f"tune_board_seen_{name}"
 
     @st.fragment(run_every=2.0 if studies.running(jm.manager, name) else None)
     def live() -> None:
@@ -90,6 +93,12 @@ def board(jm, name: str) -> None:
             st.warning(f"No study {name!r} in this run store.")
             return
         running = studies.running(jm.manager, name)
+        state = (running, res.stopped, [(t.number, t.state, t.value, t.run_id)
+                                         for t in res.trials])
+        if st.session_state.get(seen, state) != state:
+            st.session_state[seen] = state
+            st.rerun(scope="app")  # the plots and the trial picker below, once per change
+        st.session_state[seen] = state
         spec = res.spec
         best = res.best
         eps = searched_epsilon(spec.knobs)
@@ -124,9 +133,11 @@ def board(jm, name: str) -> None:
         if refused and refused[0] == name and running:
             show_input_error(refused[1])
         trials_table(res)
-        trial_view.draw(jm, res)
-        _plots(optuna_study(root, name), res, jm)
-        if spec.tune_on:
+        if spec.tune_on:  # its private run's state changes after the last trial's
             three_paths_view.view(jm, name)
 
     live()
+    res = studies.result(jm.manager, name)
+    if res is not None:
+        trial_view.draw(jm, res)
+        _plots(optuna_study(root, name), res, jm)
