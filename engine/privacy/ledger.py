@@ -186,8 +186,9 @@ class Ledger:
                         compose_rows(rows + more, delta=delta), cap)
 
     def forecast(self, config: RunConfig, *, pending: Iterable[RunConfig] = ()) -> Forecast | None:
-        """This dataset's total now and after `config` (and `pending`: runs queued but not
-        started on the same records); None when the dataset cannot be identified."""
+        """This dataset's total now and after `config` (and `pending`: runs queued, or
+        claimed but not yet charged, on the same records: Ledger.uncharged); None when the
+        dataset cannot be identified."""
         ds = dataset_id(config)
         if ds is None:
             return None
