@@ -73,8 +73,8 @@ if texts:
                                 tune_on=kind_file(tune_on) if file_on else tune_on,
                                 tune_on_options={"path": tune_on} if file_on else None,
                                 root=root, owner=jm.session)
-        queued = jm.uncharged()
-        seen = study_preview(spec, root=root, slots=jm.slots, pending=queued, data=data,
+        pending = jm.uncharged()  # queued or claimed, not yet charged
+        seen = study_preview(spec, root=root, slots=jm.slots, pending=pending, data=data,
                              wait=False)
         for line in seen.lines():
             st.markdown(f"- {line}")

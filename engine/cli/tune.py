@@ -120,14 +120,14 @@ def main(args) -> int:
     try:
         study = Study(spec, name, jm)
         left = spec.trials - len(study.result().done)
-        queued = jm.uncharged()
+        pending = jm.uncharged()  # queued or claimed, not yet charged
         _say(f"study {name}: {spec.base.method} on {spec.base.dataset}"
              + (f" (trials on {spec.tune_on_words}, public)" if spec.tune_on else "")
              + f" {tune_report.epsilon_words(spec)}, {spec.sampler}, {left} of {spec.trials} "
              "trial(s) to go; "
              + "; ".join(k.words() for k in spec.knobs))
         seen = study_preview(replace(spec, trials=max(1, left)), root=root, slots=jm.slots,
-                             pending=queued)
+                             pending=pending)
         for line in seen.lines():
             _say(line)
         t0 = time.time()
