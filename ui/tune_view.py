@@ -78,10 +78,11 @@ def _plots(study, res, jm) -> None:
 
 
 def board(jm, name: str) -> None:
-    """A study's state, Stop (owner or instructor only) and its trials, refreshed every
-    two seconds while it runs; then a trial's details and the plots, drawn again only
-    when a trial changes. (Redrawing the five plots every two seconds kept the browser
-    busy: watching a study slowed its trials on a laptop's two cores.)"""
+    """A study's state and Stop (owner or instructor only), refreshed every two seconds
+    while it runs; then its trials table, three paths, a trial's details and the plots,
+    drawn again only when a trial (or a tune-on study's private run) changes. (Redrawing
+    them every two seconds kept the browser busy: watching a study slowed its trials on
+    a laptop's two cores; bench/watch_board.py.)"""
     root = jm.manager.store.root
     studies.resume(jm.manager, name)  # after a restart: a study left unfinished goes on
     seen = f"tune_board_seen_{name}"
@@ -93,11 +94,13 @@ def board(jm, name: str) -> None:
             st.warning(f"No study {name!r} in this run store.")
             return
         running = studies.running(jm.manager, name)
+        # what the parts below the fragment show: trials, and a tune-on study's private run
         state = (running, res.stopped, [(t.number, t.state, t.value, t.run_id)
-                                         for t in res.trials])
+                                         for t in res.trials],
+                 studies.final_of(jm.manager, name) if res.spec.tune_on else None)
         if st.session_state.get(seen, state) != state:
             st.session_state[seen] = state
-            st.rerun(scope="app")  # the plots and the trial picker below, once per change
+            st.rerun(scope="app")  # the table, the picker and the plots, once per change
         st.session_state[seen] = state
         spec = res.spec
         best = res.best
@@ -132,12 +135,12 @@ def board(jm, name: str) -> None:
         refused = st.session_state.get("tune_stop_refused")
         if refused and refused[0] == name and running:
             show_input_error(refused[1])
-        trials_table(res)
-        if spec.tune_on:  # its private run's state changes after the last trial's
-            three_paths_view.view(jm, name)
 
     live()
     res = studies.result(jm.manager, name)
     if res is not None:
+        trials_table(res)
+        if res.spec.tune_on:
+            three_paths_view.view(jm, name)
         trial_view.draw(jm, res)
         _plots(optuna_study(root, name), res, jm)
