@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.facade import InputError, epsilon_words, studies, three_paths
+from engine.facade import InputError, epsilon_words, three_paths
 from ui.common import show_input_error
 
 
@@ -18,9 +18,9 @@ def _settings(s) -> str:
     return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in s.items())
 
 
-def final_line(jm, name: str, objective: str) -> None:
-    """Under the study's header: its one private run, or why there is none yet."""
-    fin = studies.final_of(jm.manager, name)
+def final_line(fin: dict | None, objective: str) -> None:
+    """Under the study's header: its one private run (`studies.final_of`), or why there is
+    none yet."""
     if fin is None:
         return
     if fin["value"] is not None:

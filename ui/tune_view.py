@@ -94,14 +94,14 @@ def board(jm, name: str) -> None:
             st.warning(f"No study {name!r} in this run store.")
             return
         running = studies.running(jm.manager, name)
+        final = studies.final_of(jm.manager, name) if res.spec.tune_on else None
         # what the parts below the fragment show: trials, and a tune-on study's private run
-        state = (running, res.stopped, [(t.number, t.state, t.value, t.run_id)
-                                         for t in res.trials],
-                 studies.final_of(jm.manager, name) if res.spec.tune_on else None)
-        if st.session_state.get(seen, state) != state:
-            st.session_state[seen] = state
-            st.rerun(scope="app")  # the table, the picker and the plots, once per change
+        state = (running, res.stopped,
+                 [(t.number, t.state, t.value, t.run_id) for t in res.trials], final)
+        changed = st.session_state.get(seen, state) != state
         st.session_state[seen] = state
+        if changed:
+            st.rerun(scope="app")  # the table, the picker and the plots, once per change
         spec = res.spec
         best = res.best
         eps = searched_epsilon(spec.knobs)
@@ -121,7 +121,7 @@ def board(jm, name: str) -> None:
             st.caption(f"Pareto front ({spec.objective} against {SECOND_TITLES[spec.second]}): "
                        + ", ".join(f"trial {t.number}" for t in res.pareto))
         if spec.tune_on:  # trials on a public stand-in, then one private run
-            three_paths_view.final_line(jm, name, spec.objective)
+            three_paths_view.final_line(final, spec.objective)
         if err := studies.error(jm.manager, name):
             st.error(err)
         if running and st.button("Stop the study", key="tune_stop"):
