@@ -103,10 +103,10 @@ def test_clicking_a_point_in_chromium_picks_its_trial(study_store, tmp_path):
     import os
     import re
 
-    from test_browser import ARGS, CHROMIUM, WAIT_MS
+    from test_browser import ABSENT, ARGS, CHROMIUM, WAIT_MS
 
     if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (install the chromium package)")
+        pytest.skip(ABSENT)
     from playwright.sync_api import expect, sync_playwright
 
     from bench.app_server import serve

@@ -11,10 +11,9 @@ import re
 import pytest
 
 from conftest import HANG_S
-from test_browser import ARGS, CHROMIUM, WAIT_MS, _one, _pick
+from test_browser import ABSENT, ARGS, CHROMIUM, WAIT_MS, _one, _pick
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason=f"{CHROMIUM} is absent (install the chromium package)")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=ABSENT)
 
 # Grid over 2 × 2 choices: four trials, each a different point. A small embedding keeps
 # a trial to seconds of training; 120–240 epochs (about 5–10 s a trial here) keep the study
