@@ -73,10 +73,10 @@ def die_with(parent: str) -> None:
 # ------------------------------------------------------------------ starting processes
 
 # What a trainer, a cost timing or an attack job imports besides the engine (module docstring).
-# Not torchvision: only DataLens's blur uses it, and its import (torch._dynamo with it)
-# cost every fork server 1.6 s of CPU, one per app server, CLI run and bench, for the
-# few DataLens trainers that import it themselves.
-PRELOAD = ["numpy", "scipy.stats", "pandas", "torch", "sklearn.linear_model",
+# torchvision brings torch._dynamo (1.5 s), which every torch optimizer imports when it is
+# built: without it here (tried), each DP-MERF or DataLens trainer paid those 1.5 s
+# itself, more in a suite run than the fork servers saved.
+PRELOAD = ["numpy", "scipy.stats", "pandas", "torch", "torchvision", "sklearn.linear_model",
            "sklearn.ensemble", "sklearn.neighbors", "threadpoolctl"]
 
 
