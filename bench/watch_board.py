@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the stand-in trainer
 
 from bench.app_server import serve  # noqa: E402
+from bench.workshop import proc_stat  # noqa: E402
 from bench.workshop_browser import ARGS, CHROMIUM  # noqa: E402
 
 
@@ -37,16 +38,17 @@ def busy() -> float:
 def by_process() -> dict[str, tuple[str, float]]:
     """pid → (kind, CPU seconds so far) of every process alive now."""
     out = {}
-    tick = os.sysconf("SC_CLK_TCK")
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_text()
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
+            continue
+        seen = proc_stat(int(pid))
+        if seen is None:  # gone in between
             continue
         kind = "chromium" if "chromium" in cmd else "app server" if "streamlit" in cmd \
             else "rest"
-        out[pid] = (kind, (int(stat[11]) + int(stat[12])) / tick)
+        out[pid] = (kind, seen[0])
     return out
 
 

@@ -64,7 +64,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 
-def _proc_stat(pid: int) -> tuple[float, float] | None:
+def proc_stat(pid: int) -> tuple[float, float] | None:
     """(CPU seconds so far, RSS MB) of one process, None when it is gone."""
     try:
         f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -94,18 +94,18 @@ class CpuMeter(threading.Thread):
         self.peak_server_mb = self.peak_train_mb = 0.0
         self.done = threading.Event()
         self.t0 = time.time()
-        self.server_cpu0 = (_proc_stat(pid) or (0.0, 0.0))[0]
+        self.server_cpu0 = (proc_stat(pid) or (0.0, 0.0))[0]
 
     def run(self) -> None:
         while not self.done.wait(1.0):
-            server = _proc_stat(self.pid)
+            server = proc_stat(self.pid)
             if server is None:
                 return
             self.cpu[self.pid] = server[0]
             self.peak_server_mb = max(self.peak_server_mb, server[1])
             train_mb = 0.0
             for k in _children(self.pid):
-                st = _proc_stat(k)
+                st = proc_stat(k)
                 if st is not None:
                     self.cpu[k] = st[0]
                     train_mb += st[1]

@@ -185,7 +185,7 @@ def test_one_storage_per_store_and_an_evicted_one_still_works(tmp_path, monkeypa
     optuna.create_study(study_name="a", storage=first).optimize(
         lambda t: t.suggest_float("x", 0, 1), n_trials=1)
     study_mod.storage(roots[1]), study_mod.storage(roots[2])  # roots[0] evicted
-    assert all(k[1] != f"sqlite:///{roots[0].resolve() / 'studies.db'}"
+    assert all(k[1] != f"sqlite:///{roots[0].resolve() / study_mod.STORAGE}"
                for k in study_mod._STORAGES)
     optuna.load_study(study_name="a", storage=first).optimize(
         lambda t: t.suggest_float("x", 0, 1), n_trials=1)  # the holder goes on
